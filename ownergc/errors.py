@@ -1,0 +1,222 @@
+"""The ownergc error tree.
+
+Every backend translates its native errors (HTTP status codes, gRPC status
+codes, client exceptions) into these classes at its seam, so the controller
+and user code only ever catch ownergc errors::
+
+    OwnerGCError
+     ├── InvalidObject                 local: malformed input handed to ownergc
+     │    └── InvalidOwnerReference    an ownerReferences entry that cannot be used
+     ├── RESTMappingError              no served resource for (apiVersion, kind)
+     └── APIError                      remote: the backend answered with an error
+          ├── BadRequest               400
+          ├── Unauthorized             401
+          ├── Forbidden                403
+          ├── NotFound                 404 (for deletes: already gone, i.e. success)
+          ├── MethodNotAllowed         405
+          ├── Conflict                 409 (precondition failed, stale resourceVersion)
+          │    └── AlreadyExists       409 with reason AlreadyExists
+          ├── ResourceExpired          410 (watch or list from a compacted version)
+          ├── UnsupportedPatchType     415 (e.g. strategic merge on a custom resource)
+          ├── Invalid                  422 (validation failed)
+          ├── TooManyRequests          429 (carries retry_after seconds)
+          ├── ServerError              5xx
+          │    └── ServerTimeout       504 / request timed out on the server
+          └── Unavailable              no answer at all: connection refused, TLS, timeout
+
+``APIError.retryable`` says whether retrying the same request later can help.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+__all__ = [
+    "APIError",
+    "AlreadyExists",
+    "BadRequest",
+    "Conflict",
+    "Forbidden",
+    "Invalid",
+    "InvalidObject",
+    "InvalidOwnerReference",
+    "MethodNotAllowed",
+    "NotFound",
+    "OwnerGCError",
+    "RESTMappingError",
+    "ResourceExpired",
+    "ServerError",
+    "ServerTimeout",
+    "TooManyRequests",
+    "Unauthorized",
+    "Unavailable",
+    "UnsupportedPatchType",
+    "error_for_status",
+]
+
+
+class OwnerGCError(Exception):
+    """Base class of every error ownergc raises on purpose."""
+
+
+class InvalidObject(OwnerGCError, ValueError):
+    """An object handed to ownergc is malformed (bad metadata, wrong types)."""
+
+
+class InvalidOwnerReference(InvalidObject):
+    """An ``ownerReferences`` entry lacks a required field or has the wrong type."""
+
+
+class RESTMappingError(OwnerGCError):
+    """No served resource matches an (apiVersion, kind) pair.
+
+    Kubernetes' GC never treats such an owner as absent: the dependent is kept
+    and retried with backoff (unknown or removed API types are never garbage).
+    """
+
+    def __init__(self, api_version: str, kind: str, message: str | None = None) -> None:
+        self.api_version = api_version
+        self.kind = kind
+        super().__init__(message or f"no resource mapping for kind {kind!r} in {api_version!r}")
+
+
+class APIError(OwnerGCError):
+    """An error answered by a backend, with the HTTP status it corresponds to."""
+
+    status: ClassVar[int] = 500
+    retryable: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        reason: str | None = None,
+        details: dict[str, Any] | None = None,
+        retry_after: float | None = None,
+        code: int | None = None,
+    ) -> None:
+        self.message = message or self.__class__.__name__
+        self.reason = reason or self.__class__.__name__
+        self.details = details or {}
+        self.retry_after = retry_after
+        self.code = code if code is not None else self.status
+        super().__init__(self.message)
+
+    def to_status(self) -> dict[str, Any]:
+        """The ``metav1.Status`` body a Kubernetes apiserver sends for this error."""
+        body: dict[str, Any] = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        }
+        if self.details:
+            body["details"] = self.details
+        return body
+
+
+class BadRequest(APIError):
+    status = 400
+
+
+class Unauthorized(APIError):
+    status = 401
+
+
+class Forbidden(APIError):
+    status = 403
+
+
+class NotFound(APIError):
+    status = 404
+
+
+class MethodNotAllowed(APIError):
+    status = 405
+
+
+class Conflict(APIError):
+    status = 409
+    retryable = True
+
+
+class AlreadyExists(Conflict):
+    retryable = False
+
+
+class ResourceExpired(APIError):
+    """410 Gone: the requested resourceVersion is too old; relist."""
+
+    status = 410
+
+
+class UnsupportedPatchType(APIError):
+    """415: the resource does not accept this patch content type."""
+
+    status = 415
+
+
+class Invalid(APIError):
+    status = 422
+
+
+class TooManyRequests(APIError):
+    status = 429
+    retryable = True
+
+
+class ServerError(APIError):
+    status = 500
+    retryable = True
+
+
+class ServerTimeout(ServerError):
+    status = 504
+
+
+class Unavailable(APIError):
+    """The backend could not be reached or did not answer (no HTTP status)."""
+
+    status = 503
+    retryable = True
+
+
+_BY_STATUS: dict[int, type[APIError]] = {
+    400: BadRequest,
+    401: Unauthorized,
+    403: Forbidden,
+    404: NotFound,
+    405: MethodNotAllowed,
+    409: Conflict,
+    410: ResourceExpired,
+    415: UnsupportedPatchType,
+    422: Invalid,
+    429: TooManyRequests,
+    504: ServerTimeout,
+}
+
+
+def error_for_status(
+    code: int,
+    message: str = "",
+    *,
+    reason: str | None = None,
+    details: dict[str, Any] | None = None,
+    retry_after: float | None = None,
+) -> APIError:
+    """Build the ownergc error for an HTTP status code (and Status reason)."""
+    cls: type[APIError]
+    if code == 409 and reason == "AlreadyExists":
+        cls = AlreadyExists
+    elif code in _BY_STATUS:
+        cls = _BY_STATUS[code]
+    elif code == 503 and reason != "ServiceUnavailable":
+        cls = ServerError
+    elif code >= 500:
+        cls = ServerError
+    else:
+        cls = APIError
+    return cls(message, reason=reason, details=details, retry_after=retry_after, code=code)

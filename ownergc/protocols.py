@@ -1,0 +1,274 @@
+"""The backend Protocols: what the controller needs from an apiserver and a runtime.
+
+Backends are structural (``typing.Protocol``): bring your own client, no
+inheritance needed. Objects cross the seam as Kubernetes JSON dicts (the
+shape ``kubectl get -o json`` prints), and errors as the classes in
+:mod:`ownergc.errors`.
+
+Guarantees every ObjectStore must give (the GC's correctness rests on them):
+
+* ``delete`` and ``patch`` honour ``Preconditions`` atomically: a uid or
+  resourceVersion mismatch raises :class:`~ownergc.errors.Conflict` and
+  changes nothing.
+* ``watch`` delivers every change after ``resource_version`` exactly once, in
+  order, or raises :class:`~ownergc.errors.ResourceExpired` when that version
+  is too old (the caller then relists).
+* ``delete`` of an object that is already gone raises
+  :class:`~ownergc.errors.NotFound` (callers treat it as success).
+* A cancelled call may or may not have reached the server; callers retry
+  with preconditions so a repeat is harmless.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from ownergc._runtime_protocol import ContainerRuntime
+from ownergc.errors import (
+    AlreadyExists,
+    APIError,
+    BadRequest,
+    Conflict,
+    Forbidden,
+    Invalid,
+    InvalidObject,
+    InvalidOwnerReference,
+    MethodNotAllowed,
+    NotFound,
+    OwnerGCError,
+    ResourceExpired,
+    RESTMappingError,
+    ServerError,
+    ServerTimeout,
+    TooManyRequests,
+    Unauthorized,
+    Unavailable,
+    UnsupportedPatchType,
+)
+
+__all__ = [
+    "APIError",
+    "APIResource",
+    "AlreadyExists",
+    "BadRequest",
+    "Conflict",
+    "ContainerRuntime",
+    "DiscoveryResult",
+    "Forbidden",
+    "Invalid",
+    "InvalidObject",
+    "InvalidOwnerReference",
+    "MethodNotAllowed",
+    "NotFound",
+    "ObjectList",
+    "ObjectStore",
+    "OwnerGCError",
+    "PatchType",
+    "Preconditions",
+    "PropagationPolicy",
+    "RESTMappingError",
+    "ResourceExpired",
+    "ServerError",
+    "ServerTimeout",
+    "TooManyRequests",
+    "Unauthorized",
+    "Unavailable",
+    "UnsupportedPatchType",
+    "WatchEvent",
+]
+
+JSONDict = dict[str, Any]
+
+
+class PropagationPolicy(str, enum.Enum):
+    """``DeleteOptions.propagationPolicy``."""
+
+    ORPHAN = "Orphan"
+    BACKGROUND = "Background"
+    FOREGROUND = "Foreground"
+
+
+class PatchType(str, enum.Enum):
+    """Patch content types, valued as the HTTP Content-Type the apiserver expects."""
+
+    STRATEGIC_MERGE = "application/strategic-merge-patch+json"
+    MERGE = "application/merge-patch+json"
+    JSON = "application/json-patch+json"
+
+
+@dataclass(frozen=True, slots=True)
+class APIResource:
+    """One served resource of one group version, as discovery reports it."""
+
+    group: str
+    version: str
+    resource: str
+    kind: str
+    namespaced: bool
+    verbs: frozenset[str] = frozenset()
+    #: True when ``version`` is the group's preferred version.
+    preferred: bool = True
+
+    @property
+    def api_version(self) -> str:
+        """``group/version``, or just ``version`` for the core group."""
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def group_resource(self) -> str:
+        """``resource.group`` as kube flags spell it (``pods``, ``deployments.apps``)."""
+        return f"{self.resource}.{self.group}" if self.group else self.resource
+
+    def __str__(self) -> str:
+        return f"{self.api_version}/{self.resource}"
+
+
+@dataclass(frozen=True, slots=True)
+class DiscoveryResult:
+    """Every served resource (all versions) plus the group versions that failed.
+
+    A failing group must not hide the others: ``resources`` holds what could
+    be discovered and ``failed`` maps ``group/version`` to the error text.
+    """
+
+    resources: tuple[APIResource, ...]
+    failed: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Preconditions:
+    """``DeleteOptions.preconditions``: the write only happens if these still match."""
+
+    uid: str | None = None
+    resource_version: str | None = None
+
+    def to_dict(self) -> JSONDict:
+        out: JSONDict = {}
+        if self.uid is not None:
+            out["uid"] = self.uid
+        if self.resource_version is not None:
+            out["resourceVersion"] = self.resource_version
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectList:
+    """A list response: the items and the collection's resourceVersion to watch from."""
+
+    items: list[JSONDict]
+    resource_version: str
+
+
+WatchEventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    """One watch event; for BOOKMARK only ``object.metadata.resourceVersion`` is set."""
+
+    type: WatchEventType
+    object: JSONDict
+
+
+@runtime_checkable
+class ObjectStore(Protocol):
+    """What the object garbage collector needs from a Kubernetes apiserver.
+
+    ``metadata_only=True`` asks for ``PartialObjectMetadata`` (apiVersion,
+    kind and metadata, no spec/status): it is all the GC needs, and backends
+    that can should honour it to save memory and bandwidth.
+    """
+
+    async def discover(self) -> DiscoveryResult:
+        """All served resources of all group versions (subresources excluded)."""
+        ...
+
+    async def list(
+        self,
+        resource: APIResource,
+        *,
+        namespace: str | None = None,
+        metadata_only: bool = True,
+    ) -> ObjectList:
+        """Every object of ``resource`` (in ``namespace``, or all namespaces)."""
+        ...
+
+    def watch(
+        self,
+        resource: APIResource,
+        *,
+        resource_version: str,
+        namespace: str | None = None,
+        metadata_only: bool = True,
+        timeout_seconds: float | None = None,
+    ) -> AsyncIterator[WatchEvent]:
+        """Changes after ``resource_version``, in order, until the stream ends.
+
+        Raises :class:`ResourceExpired` (possibly on first iteration) when the
+        version is too old. The stream may end at any time (server timeout,
+        dropped connection); the caller re-watches from the last version seen.
+        """
+        ...
+
+    async def get(
+        self,
+        resource: APIResource,
+        name: str,
+        *,
+        namespace: str | None = None,
+        metadata_only: bool = True,
+    ) -> JSONDict:
+        """The live object; raises :class:`NotFound`."""
+        ...
+
+    async def create(
+        self,
+        resource: APIResource,
+        obj: JSONDict,
+        *,
+        namespace: str | None = None,
+    ) -> JSONDict:
+        """Create ``obj``; the GC uses it only to record Events."""
+        ...
+
+    async def patch(
+        self,
+        resource: APIResource,
+        name: str,
+        patch: JSONDict | list[JSONDict],
+        *,
+        patch_type: PatchType,
+        namespace: str | None = None,
+    ) -> JSONDict:
+        """Apply a patch and return the new object.
+
+        Raises :class:`UnsupportedPatchType` when the resource does not accept
+        ``patch_type`` (custom resources and strategic merge), :class:`Conflict`
+        on a stale ``metadata.resourceVersion`` in a merge patch, :class:`Invalid`
+        when the result does not validate (e.g. a changed ``metadata.uid``).
+        If the patch empties the finalizers of an object being deleted, the
+        object is removed and the last state is returned.
+        """
+        ...
+
+    async def delete(
+        self,
+        resource: APIResource,
+        name: str,
+        *,
+        namespace: str | None = None,
+        propagation_policy: PropagationPolicy | None = None,
+        preconditions: Preconditions | None = None,
+    ) -> JSONDict | None:
+        """Delete as kube-apiserver does.
+
+        Returns the object when it remains (finalizers keep it, now with a
+        deletionTimestamp), ``None`` when it was removed from storage.
+        """
+        ...
+
+
+__all__ += ["JSONDict", "WatchEventType"]

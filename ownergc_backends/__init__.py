@@ -1,0 +1,1 @@
+"""Backends for ownergc: memory (in-process), kube (a real apiserver), cri (containerd)."""
