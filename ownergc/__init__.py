@@ -1,5 +1,97 @@
-"""ownergc: Kubernetes garbage-collection semantics, exactly, with pluggable backends."""
+"""ownergc: Kubernetes garbage-collection semantics, exactly, with pluggable backends.
+
+The names here are the pure core: no I/O, no clock, no tasks. The runtime
+lives in :mod:`ownergc.controller`, the backend seams in
+:mod:`ownergc.protocols`, node (kubelet) GC policies in :mod:`ownergc.nodegc`.
+"""
 
 from __future__ import annotations
 
+from ownergc._decisions import (
+    Classification,
+    Delete,
+    Done,
+    EnqueueDelete,
+    EnqueueVirtualDelete,
+    NeedOwners,
+    Patch,
+    Plan,
+    RemoveFinalizer,
+    classify_references,
+    decide_attempt_to_delete,
+    plan_attempt_to_orphan,
+    plan_deleting_dependents,
+    plan_owner_lookup,
+    policy_for_finalizers,
+)
+from ownergc._graph import (
+    AbsentOwnerCache,
+    GraphBuilder,
+    InvalidNamespaceEvent,
+    Node,
+    ReferencesDiff,
+    UIDToNode,
+    get_alternate_owner_identity,
+    partition_dependents,
+    references_diffs,
+    starts_waiting_for_dependents_deleted,
+    starts_waiting_for_dependents_orphaned,
+)
+from ownergc._patches import (
+    delete_owner_refs_json_merge_patch,
+    delete_owner_refs_strategic_merge_patch,
+    remove_finalizer_json_merge_patch,
+    unblock_owner_refs_json_merge_patch,
+    unblock_owner_refs_strategic_merge_patch,
+)
+from ownergc._refs import (
+    FINALIZER_DELETE_DEPENDENTS,
+    FINALIZER_ORPHAN_DEPENDENTS,
+    ObjectReference,
+    OwnerReference,
+)
+from ownergc._types import PatchType, Preconditions, PropagationPolicy
+
 __version__ = "0.1.0.dev0"
+
+__all__ = [
+    "FINALIZER_DELETE_DEPENDENTS",
+    "FINALIZER_ORPHAN_DEPENDENTS",
+    "AbsentOwnerCache",
+    "Classification",
+    "Delete",
+    "Done",
+    "EnqueueDelete",
+    "EnqueueVirtualDelete",
+    "GraphBuilder",
+    "InvalidNamespaceEvent",
+    "NeedOwners",
+    "Node",
+    "ObjectReference",
+    "OwnerReference",
+    "Patch",
+    "PatchType",
+    "Plan",
+    "Preconditions",
+    "PropagationPolicy",
+    "ReferencesDiff",
+    "RemoveFinalizer",
+    "UIDToNode",
+    "__version__",
+    "classify_references",
+    "decide_attempt_to_delete",
+    "delete_owner_refs_json_merge_patch",
+    "delete_owner_refs_strategic_merge_patch",
+    "get_alternate_owner_identity",
+    "partition_dependents",
+    "plan_attempt_to_orphan",
+    "plan_deleting_dependents",
+    "plan_owner_lookup",
+    "policy_for_finalizers",
+    "references_diffs",
+    "remove_finalizer_json_merge_patch",
+    "starts_waiting_for_dependents_deleted",
+    "starts_waiting_for_dependents_orphaned",
+    "unblock_owner_refs_json_merge_patch",
+    "unblock_owner_refs_strategic_merge_patch",
+]

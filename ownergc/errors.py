@@ -213,8 +213,6 @@ def error_for_status(
         cls = AlreadyExists
     elif code in _BY_STATUS:
         cls = _BY_STATUS[code]
-    elif code == 503 and reason != "ServiceUnavailable":
-        cls = ServerError
     elif code >= 500:
         cls = ServerError
     else:

@@ -21,12 +21,13 @@ Guarantees every ObjectStore must give (the GC's correctness rests on them):
 
 from __future__ import annotations
 
-import enum
+import builtins
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ownergc._runtime_protocol import ContainerRuntime
+from ownergc._types import PatchType, Preconditions, PropagationPolicy
 from ownergc.errors import (
     AlreadyExists,
     APIError,
@@ -83,22 +84,6 @@ __all__ = [
 JSONDict = dict[str, Any]
 
 
-class PropagationPolicy(str, enum.Enum):
-    """``DeleteOptions.propagationPolicy``."""
-
-    ORPHAN = "Orphan"
-    BACKGROUND = "Background"
-    FOREGROUND = "Foreground"
-
-
-class PatchType(str, enum.Enum):
-    """Patch content types, valued as the HTTP Content-Type the apiserver expects."""
-
-    STRATEGIC_MERGE = "application/strategic-merge-patch+json"
-    MERGE = "application/merge-patch+json"
-    JSON = "application/json-patch+json"
-
-
 @dataclass(frozen=True, slots=True)
 class APIResource:
     """One served resource of one group version, as discovery reports it."""
@@ -136,22 +121,6 @@ class DiscoveryResult:
 
     resources: tuple[APIResource, ...]
     failed: Mapping[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class Preconditions:
-    """``DeleteOptions.preconditions``: the write only happens if these still match."""
-
-    uid: str | None = None
-    resource_version: str | None = None
-
-    def to_dict(self) -> JSONDict:
-        out: JSONDict = {}
-        if self.uid is not None:
-            out["uid"] = self.uid
-        if self.resource_version is not None:
-            out["resourceVersion"] = self.resource_version
-        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,7 +207,7 @@ class ObjectStore(Protocol):
         self,
         resource: APIResource,
         name: str,
-        patch: JSONDict | list[JSONDict],
+        patch: JSONDict | builtins.list[JSONDict],
         *,
         patch_type: PatchType,
         namespace: str | None = None,

@@ -1,0 +1,624 @@
+"""The owner/dependent graph (``uidToNode``) and the graph builder's event rules.
+
+Rule 1 — one node per UID. Owners are found by the UID in an ownerReference;
+the other coordinates (apiVersion, kind, name) and the namespace are checked
+separately, because a reference may carry the right UID and wrong coordinates.
+
+Rule 2 — a node's ``owners`` is the object's ownerReferences exactly as last
+observed; ``dependents`` is the set of nodes whose owners name this UID. Both
+directions are kept consistent after every event (``check_invariants``).
+
+Rule 3 — an owner that is referenced but not yet observed gets a *virtual*
+node carrying the coordinates of the first reference and the namespace of
+that dependent. The delete worker polls it until it is observed (an informer
+event arrives for its UID) or verified absent (a *virtual delete event*).
+
+Rule 4 — ``beingDeleted`` and ``deletingDependents`` only ever go from false
+to true.
+
+Rule 5 — only the graph builder mutates the graph, one event at a time. It
+does no I/O: processing an event appends what should happen next to the
+builder's outboxes (``attempt_to_delete``, ``attempt_to_delete_rate_limited``,
+``attempt_to_orphan``, ``events``), which the controller drains.
+
+Invalid references (Kubernetes 1.20+): a namespaced owner is looked up only in
+the dependent's namespace, so an owner observed in another namespace is
+reported (``OwnerRefInvalidNamespace``) and the dependent re-checked, without
+the real owner ever being marked absent for its valid dependents.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ownergc._refs import (
+    FINALIZER_DELETE_DEPENDENTS,
+    FINALIZER_ORPHAN_DEPENDENTS,
+    ObjectReference,
+    OwnerReference,
+    owner_references_of,
+)
+from ownergc.errors import InvalidObject
+
+__all__ = [
+    "AbsentOwnerCache",
+    "GraphBuilder",
+    "InvalidNamespaceEvent",
+    "Node",
+    "ReferencesDiff",
+    "UIDToNode",
+    "get_alternate_owner_identity",
+    "partition_dependents",
+    "references_diffs",
+    "starts_waiting_for_dependents_deleted",
+    "starts_waiting_for_dependents_orphaned",
+]
+
+_NO_DEPENDENTS: frozenset[Node] = frozenset()
+
+
+class Node:
+    """One object (or a virtual stand-in for an unobserved owner) in the graph.
+
+    ``dependents`` starts as a shared empty frozenset and becomes a set on the
+    first dependent, which keeps leaf nodes (most of a cluster) small.
+    """
+
+    __slots__ = (
+        "being_deleted",
+        "deleting_dependents",
+        "dependents",
+        "finalizers",
+        "identity",
+        "owners",
+        "resource_version",
+        "virtual",
+    )
+
+    identity: ObjectReference
+    owners: tuple[OwnerReference, ...]
+    dependents: set[Node] | frozenset[Node]
+    being_deleted: bool
+    deleting_dependents: bool
+    virtual: bool
+    #: Last observed resourceVersion and finalizers (None/() for virtual nodes):
+    #: what the watch cache knows, so a worker can act without a GET.
+    resource_version: str | None
+    finalizers: tuple[str, ...]
+
+    def __init__(
+        self,
+        identity: ObjectReference,
+        owners: tuple[OwnerReference, ...] = (),
+        *,
+        being_deleted: bool = False,
+        deleting_dependents: bool = False,
+        virtual: bool = False,
+        resource_version: str | None = None,
+        finalizers: tuple[str, ...] = (),
+    ) -> None:
+        self.identity = identity
+        self.owners = owners
+        self.dependents = _NO_DEPENDENTS
+        self.being_deleted = being_deleted
+        self.deleting_dependents = deleting_dependents
+        self.virtual = virtual
+        self.resource_version = resource_version
+        self.finalizers = finalizers
+
+    @property
+    def uid(self) -> str:
+        return self.identity.uid
+
+    def add_dependent(self, dependent: Node) -> None:
+        deps = self.dependents
+        if type(deps) is frozenset:
+            self.dependents = {dependent}
+        else:
+            deps.add(dependent)  # type: ignore[union-attr]
+
+    def remove_dependent(self, dependent: Node) -> None:
+        deps = self.dependents
+        if type(deps) is set:
+            deps.discard(dependent)
+
+    def blocking_dependents(self) -> list[Node]:
+        """Dependents holding a ``blockOwnerDeletion: true`` ref to this node.
+
+        A dependent with two blocking refs is listed twice, as upstream does.
+        """
+        uid = self.identity.uid
+        return [
+            dep
+            for dep in self.dependents
+            for ref in dep.owners
+            if ref.uid == uid and ref.block_owner_deletion is True
+        ]
+
+    def copy_with_identity(self, identity: ObjectReference) -> Node:
+        """A new node object with another identity; queued pointers to the old one go stale."""
+        clone = Node(
+            identity,
+            self.owners,
+            being_deleted=self.being_deleted,
+            deleting_dependents=self.deleting_dependents,
+            virtual=self.virtual,
+            resource_version=self.resource_version,
+            finalizers=self.finalizers,
+        )
+        clone.dependents = set(self.dependents) if self.dependents else _NO_DEPENDENTS
+        return clone
+
+    def __repr__(self) -> str:
+        flags = [
+            name
+            for name, on in (
+                ("beingDeleted", self.being_deleted),
+                ("deletingDependents", self.deleting_dependents),
+                ("virtual", self.virtual),
+            )
+            if on
+        ]
+        return f"<Node {self.identity}{' ' + ','.join(flags) if flags else ''}>"
+
+
+class UIDToNode(dict[str, Node]):
+    """The graph: UID -> Node."""
+
+    def check_invariants(self) -> None:
+        """Raise AssertionError if the owner/dependent links are inconsistent."""
+        for uid, node in self.items():
+            if node.identity.uid != uid:
+                raise AssertionError(f"node {node!r} stored under uid {uid}")
+            for dep in node.dependents:
+                if not any(ref.uid == uid for ref in dep.owners):
+                    raise AssertionError(f"{dep!r} is a dependent of {node!r} without a ref")
+            for ref in node.owners:
+                owner = self.get(ref.uid)
+                if owner is not None and node not in owner.dependents:
+                    raise AssertionError(f"{node!r} missing from dependents of {owner!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class ReferencesDiff:
+    """What changed between two ownerReferences lists (keyed by UID)."""
+
+    added: list[OwnerReference]
+    removed: list[OwnerReference]
+    changed: list[tuple[OwnerReference, OwnerReference]]
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed or self.changed)
+
+
+def references_diffs(
+    old: Iterable[OwnerReference] | None, new: Iterable[OwnerReference] | None
+) -> ReferencesDiff:
+    """Diff two ownerReferences lists by UID.
+
+    A UID present in both with any field different (``None`` vs ``False``
+    included) is ``changed``; with duplicate UIDs the last old entry wins, and
+    a second new entry with an already matched UID counts as ``added``.
+    """
+    unmatched = {ref.uid: ref for ref in old or ()}
+    added: list[OwnerReference] = []
+    changed: list[tuple[OwnerReference, OwnerReference]] = []
+    for ref in new or ():
+        prev = unmatched.pop(ref.uid, None)
+        if prev is None:
+            added.append(ref)
+        elif prev != ref:
+            changed.append((prev, ref))
+    return ReferencesDiff(added, list(unmatched.values()), changed)
+
+
+def _deletion_starts_with_finalizer(
+    old_obj: Mapping[str, Any] | None, new_obj: Mapping[str, Any], finalizer: str
+) -> bool:
+    meta = new_obj.get("metadata") or {}
+    if meta.get("deletionTimestamp") is None:
+        return False
+    finalizers = meta.get("finalizers") or ()
+    if finalizer not in finalizers:
+        return False
+    if old_obj is None:
+        return True
+    old_meta = old_obj.get("metadata") or {}
+    if old_meta.get("deletionTimestamp") is None:
+        return True
+    return finalizer not in (old_meta.get("finalizers") or ())
+
+
+def starts_waiting_for_dependents_orphaned(
+    old_obj: Mapping[str, Any] | None, new_obj: Mapping[str, Any]
+) -> bool:
+    """True when this update is the one that starts an Orphan deletion."""
+    return _deletion_starts_with_finalizer(old_obj, new_obj, FINALIZER_ORPHAN_DEPENDENTS)
+
+
+def starts_waiting_for_dependents_deleted(
+    old_obj: Mapping[str, Any] | None, new_obj: Mapping[str, Any]
+) -> bool:
+    """True when this update is the one that starts a Foreground deletion."""
+    return _deletion_starts_with_finalizer(old_obj, new_obj, FINALIZER_DELETE_DEPENDENTS)
+
+
+class AbsentOwnerCache:
+    """LRU of owner identities verified absent (size 500 upstream).
+
+    Keyed by the full identity (coordinates + namespace), so a reference with
+    the same UID but another kind or name is a different key. ``has``
+    promotes the entry, as upstream's lookup does.
+    """
+
+    __slots__ = ("_entries", "max_size")
+
+    def __init__(self, max_size: int = 500) -> None:
+        if max_size < 1:
+            raise ValueError("absent owner cache size must be positive")
+        self.max_size = max_size
+        self._entries: OrderedDict[ObjectReference, None] = OrderedDict()
+
+    def add(self, identity: ObjectReference) -> None:
+        entries = self._entries
+        if identity in entries:
+            entries.move_to_end(identity)
+            return
+        entries[identity] = None
+        if len(entries) > self.max_size:
+            entries.popitem(last=False)
+
+    def has(self, identity: ObjectReference) -> bool:
+        if identity in self._entries:
+            self._entries.move_to_end(identity)
+            return True
+        return False
+
+    def __contains__(self, identity: object) -> bool:
+        return identity in self._entries
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __iter__(self) -> Any:
+        return iter(list(self._entries))
+
+
+@dataclass(frozen=True, slots=True)
+class InvalidNamespaceEvent:
+    """An ``OwnerRefInvalidNamespace`` warning to record on ``dependent``."""
+
+    dependent: ObjectReference
+    owner: OwnerReference
+
+    reason = "OwnerRefInvalidNamespace"
+    type = "Warning"
+
+    @property
+    def message(self) -> str:
+        ns = self.dependent.namespace or ""
+        return (
+            f"ownerRef [{self.owner.api_version}/{self.owner.kind}, namespace: {ns}, "
+            f"name: {self.owner.name}, uid: {self.owner.uid}] does not exist in namespace "
+            f'"{ns}"'
+        )
+
+
+def partition_dependents(
+    dependents: Iterable[Node], identity: ObjectReference
+) -> tuple[list[Node], list[Node]]:
+    """Split dependents into those whose refs match ``identity`` and those that don't.
+
+    A namespaced identity never matches a dependent in another namespace. A
+    dependent with two refs to the UID (different coordinates) lands in both.
+    """
+    matching: list[Node] = []
+    non_matching: list[Node] = []
+    uid = identity.uid
+    coords = identity.coordinates
+    namespaced = identity.namespace is not None
+    for dep in dependents:
+        if namespaced and dep.identity.namespace != identity.namespace:
+            non_matching.append(dep)
+            continue
+        is_match = is_non_match = False
+        for ref in dep.owners:
+            if ref.uid != uid:
+                continue
+            if ref.coordinates == coords:
+                is_match = True
+            else:
+                is_non_match = True
+        if is_match:
+            matching.append(dep)
+        if is_non_match:
+            non_matching.append(dep)
+    return matching, non_matching
+
+
+def _identity_sort_key(ident: ObjectReference) -> tuple[str, str, str, str, str]:
+    return (ident.kind, ident.api_version, ident.namespace or "", ident.name, ident.uid)
+
+
+def get_alternate_owner_identity(
+    dependents: Iterable[Node], verified_absent: ObjectReference
+) -> ObjectReference | None:
+    """Another identity the dependents claim for the absent UID, to verify next.
+
+    Candidates come from refs with the absent UID (refs equal to the absent
+    identity are skipped where they would look up the same place). They are
+    ordered by (kind, apiVersion, namespace, name, uid); the first one after
+    the absent identity is returned, wrapping to the smallest.
+    """
+    absent_cluster_scoped = verified_absent.namespace is None
+    candidates: set[ObjectReference] = set()
+    for dep in dependents:
+        dep_ns = dep.identity.namespace
+        for ref in dep.owners:
+            if ref.uid != verified_absent.uid:
+                continue
+            if ref.coordinates == verified_absent.coordinates and (
+                absent_cluster_scoped or dep_ns == verified_absent.namespace
+            ):
+                continue
+            candidate = ObjectReference.from_owner_reference(ref, dep_ns)
+            if (
+                absent_cluster_scoped
+                and candidate.api_version == verified_absent.api_version
+                and candidate.kind == verified_absent.kind
+            ):
+                candidate = ObjectReference.from_owner_reference(ref, None)
+            candidates.add(candidate)
+    if not candidates:
+        return None
+    ordered = sorted(candidates, key=_identity_sort_key)
+    absent_key = _identity_sort_key(verified_absent)
+    for candidate in ordered:
+        if _identity_sort_key(candidate) > absent_key:
+            return candidate
+    return ordered[0]
+
+
+class GraphBuilder:
+    """Applies watch events to the graph, one at a time, and says what to do next.
+
+    ``process(...)`` mutates :attr:`uid_to_node` and :attr:`absent_owner_cache`
+    and appends to the outboxes; the caller drains them (``drain``) into its
+    work queues. Nothing here blocks, sleeps or talks to a server.
+    """
+
+    __slots__ = (
+        "absent_owner_cache",
+        "attempt_to_delete",
+        "attempt_to_delete_rate_limited",
+        "attempt_to_orphan",
+        "events",
+        "uid_to_node",
+    )
+
+    def __init__(self, absent_owner_cache_size: int = 500) -> None:
+        self.uid_to_node = UIDToNode()
+        self.absent_owner_cache = AbsentOwnerCache(absent_owner_cache_size)
+        self.attempt_to_delete: list[Node] = []
+        self.attempt_to_delete_rate_limited: list[Node] = []
+        self.attempt_to_orphan: list[Node] = []
+        self.events: list[InvalidNamespaceEvent] = []
+
+    # -- informer events -------------------------------------------------
+
+    def process_upsert(
+        self,
+        obj: Mapping[str, Any],
+        old_obj: Mapping[str, Any] | None,
+        api_version: str,
+        kind: str,
+    ) -> Node:
+        """An Add or Update from a monitor (``old_obj`` is None for an Add)."""
+        meta = obj.get("metadata")
+        if not isinstance(meta, Mapping):
+            raise InvalidObject(f"{kind} object without metadata: {obj!r}")
+        uid = meta.get("uid")
+        name = meta.get("name")
+        if type(uid) is not str or not uid or type(name) is not str or not name:
+            raise InvalidObject(f"{kind} object without usable metadata.uid/name: {dict(meta)!r}")
+        owners = owner_references_of(obj)
+        namespace = meta.get("namespace") or None
+        being_deleted = meta.get("deletionTimestamp") is not None
+        raw_finalizers = meta.get("finalizers")
+        finalizers = tuple(raw_finalizers) if raw_finalizers else ()
+        rv = meta.get("resourceVersion")
+
+        graph = self.uid_to_node
+        node = graph.get(uid)
+        if node is not None and node.virtual:
+            node = self._observe(node, ObjectReference(api_version, kind, name, uid, namespace))
+
+        if node is None:
+            node = Node(
+                ObjectReference(api_version, kind, name, uid, namespace),
+                owners,
+                being_deleted=being_deleted,
+                deleting_dependents=being_deleted and FINALIZER_DELETE_DEPENDENTS in finalizers,
+                resource_version=rv,
+                finalizers=finalizers,
+            )
+            graph[uid] = node
+            if owners:
+                self._add_dependent_to_owners(node, owners)
+        else:
+            if node.owners != owners:
+                diff = references_diffs(node.owners, owners)
+                if diff:
+                    self._add_unblocked_owners_to_delete_queue(diff.removed, diff.changed)
+                    node.owners = owners
+                    if diff.added:
+                        self._add_dependent_to_owners(node, diff.added)
+                    for ref in diff.removed:
+                        owner = graph.get(ref.uid)
+                        if owner is not None:
+                            owner.remove_dependent(node)
+                else:
+                    node.owners = owners
+            if being_deleted:
+                node.being_deleted = True
+            node.resource_version = rv
+            node.finalizers = finalizers
+        if being_deleted:
+            self._process_transitions(old_obj, obj, node)
+        return node
+
+    def process_delete(self, obj: Mapping[str, Any], api_version: str, kind: str) -> None:
+        """A Delete from a monitor (tombstones already unwrapped)."""
+        identity = ObjectReference.from_object(obj, api_version=api_version, kind=kind)
+        node = self.uid_to_node.get(identity.uid)
+        if node is None:
+            return
+        if node.virtual:
+            node = self._observe(node, identity)
+        self._remove_node(node, identity)
+
+    def process_virtual_delete(self, identity: ObjectReference) -> None:
+        """A delete worker verified that ``identity`` does not exist on the server."""
+        node = self.uid_to_node.get(identity.uid)
+        if node is None:
+            return
+        if node.virtual:
+            matching, non_matching = partition_dependents(node.dependents, identity)
+            if not non_matching:
+                self._remove_node(node, identity)
+                return
+            if matching:
+                self.absent_owner_cache.add(identity)
+                self.attempt_to_delete.extend(matching)
+            if node.identity == identity:
+                alternate = get_alternate_owner_identity(node.dependents, identity)
+                if alternate is not None:
+                    replacement = node.copy_with_identity(alternate)
+                    self.uid_to_node[identity.uid] = replacement
+                    self.attempt_to_delete_rate_limited.append(replacement)
+            return
+        if node.identity != identity:
+            matching, _ = partition_dependents(node.dependents, identity)
+            if matching:
+                self.absent_owner_cache.add(identity)
+                self.attempt_to_delete.extend(matching)
+            return
+        self._remove_node(node, identity)
+
+    def drain(
+        self,
+    ) -> tuple[list[Node], list[Node], list[Node], list[InvalidNamespaceEvent]]:
+        """Take and reset the outboxes: (delete, delete rate-limited, orphan, events)."""
+        out = (
+            self.attempt_to_delete,
+            self.attempt_to_delete_rate_limited,
+            self.attempt_to_orphan,
+            self.events,
+        )
+        self.attempt_to_delete = []
+        self.attempt_to_delete_rate_limited = []
+        self.attempt_to_orphan = []
+        self.events = []
+        return out
+
+    # -- rules -----------------------------------------------------------
+
+    def _observe(self, node: Node, observed: ObjectReference) -> Node:
+        """A real event arrived for a virtual node: fix its identity, mark it observed."""
+        if observed != node.identity:
+            _, non_matching = partition_dependents(node.dependents, observed)
+            for dep in non_matching:
+                if observed.namespace is not None and dep.identity.namespace != observed.namespace:
+                    for ref in dep.owners:
+                        if ref.uid == observed.uid:
+                            self.events.append(InvalidNamespaceEvent(dep.identity, ref))
+                            break
+                self.attempt_to_delete.append(dep)
+            node = node.copy_with_identity(observed)
+            self.uid_to_node[observed.uid] = node
+        node.virtual = False
+        return node
+
+    def _add_dependent_to_owners(self, node: Node, owners: Iterable[OwnerReference]) -> None:
+        graph = self.uid_to_node
+        ns = node.identity.namespace
+        flagged = False
+        for ref in owners:
+            owner = graph.get(ref.uid)
+            if owner is None:
+                owner = Node(
+                    ObjectReference(ref.api_version, ref.kind, ref.name, ref.uid, ns),
+                    virtual=True,
+                )
+                owner.dependents = {node}
+                graph[ref.uid] = owner
+                self.attempt_to_delete.append(owner)
+                continue
+            owner.add_dependent(node)
+            if flagged:
+                continue
+            owner_id = owner.identity
+            owner_ns = owner_id.namespace
+            if owner_ns is not None and owner_ns != ns:
+                flagged = True
+                if not owner.virtual:
+                    self.events.append(InvalidNamespaceEvent(node.identity, ref))
+            elif (
+                ref.uid != owner_id.uid
+                or ref.name != owner_id.name
+                or ref.kind != owner_id.kind
+                or ref.api_version != owner_id.api_version
+            ):
+                flagged = True
+            elif owner_ns is None and ns is not None and owner.virtual:
+                flagged = True
+        if flagged:
+            self.attempt_to_delete.append(node)
+
+    def _add_unblocked_owners_to_delete_queue(
+        self,
+        removed: list[OwnerReference],
+        changed: list[tuple[OwnerReference, OwnerReference]],
+    ) -> None:
+        graph = self.uid_to_node
+        for ref in removed:
+            if ref.block_owner_deletion is True:
+                owner = graph.get(ref.uid)
+                if owner is not None:
+                    self.attempt_to_delete.append(owner)
+        for old_ref, new_ref in changed:
+            if old_ref.block_owner_deletion is True and not new_ref.block_owner_deletion:
+                owner = graph.get(new_ref.uid)
+                if owner is not None:
+                    self.attempt_to_delete.append(owner)
+
+    def _process_transitions(
+        self, old_obj: Mapping[str, Any] | None, new_obj: Mapping[str, Any], node: Node
+    ) -> None:
+        if starts_waiting_for_dependents_orphaned(old_obj, new_obj):
+            self.attempt_to_orphan.append(node)
+            return
+        if starts_waiting_for_dependents_deleted(old_obj, new_obj):
+            node.deleting_dependents = True
+            self.attempt_to_delete.extend(node.dependents)
+            self.attempt_to_delete.append(node)
+
+    def _remove_node(self, node: Node, identity: ObjectReference) -> None:
+        graph = self.uid_to_node
+        uid = node.identity.uid
+        if graph.get(uid) is node:
+            del graph[uid]
+        for ref in node.owners:
+            owner = graph.get(ref.uid)
+            if owner is not None:
+                owner.remove_dependent(node)
+        if node.dependents:
+            self.absent_owner_cache.add(identity)
+            self.attempt_to_delete.extend(node.dependents)
+        for ref in node.owners:
+            owner = graph.get(ref.uid)
+            if owner is not None and owner.deleting_dependents:
+                self.attempt_to_delete.append(owner)
