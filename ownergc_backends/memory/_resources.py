@@ -1,0 +1,153 @@
+"""The resource table of the in-memory apiserver: built-in kinds and how each one behaves.
+
+A :class:`ResourceSpec` is one group/resource with all its served versions;
+objects are stored once per group/resource and shown in whichever version
+the request names (no field conversion: only ``apiVersion`` changes, which is
+what a CRD with conversion strategy ``None`` does).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ownergc.protocols import APIResource
+
+__all__ = [
+    "BUILTIN_RESOURCES",
+    "STANDARD_VERBS",
+    "GCPolicy",
+    "NameRule",
+    "ResourceSpec",
+]
+
+#: What kube-apiserver reports for an ordinary resource.
+STANDARD_VERBS: frozenset[str] = frozenset(
+    {"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+)
+_NAMESPACE_VERBS = STANDARD_VERBS - {"deletecollection"}
+
+
+class GCPolicy(str, enum.Enum):
+    """A resource's ``DefaultGarbageCollectionPolicy`` (item 84 of gc-semantics.md)."""
+
+    #: No finalizer by default (Kubernetes' DeleteDependents also means this).
+    BACKGROUND = "Background"
+    #: DELETE without a policy adds the ``orphan`` finalizer.
+    ORPHAN = "Orphan"
+    #: The GC finalizers are never added (core Events).
+    UNSUPPORTED = "Unsupported"
+
+
+class NameRule(str, enum.Enum):
+    """How ``metadata.name`` is validated for a resource."""
+
+    DNS_SUBDOMAIN = "dns1123-subdomain"
+    DNS_LABEL = "dns1123-label"
+    #: RBAC objects: anything usable as a URL path segment.
+    PATH_SEGMENT = "path-segment"
+
+
+@dataclass(frozen=True)
+class ResourceSpec:
+    """One group/resource with every served version and its apiserver behaviour."""
+
+    group: str
+    resource: str
+    kind: str
+    namespaced: bool
+    versions: tuple[str, ...]
+    preferred_version: str
+    verbs: frozenset[str] = STANDARD_VERBS
+    #: Default GC policy per served version (the default may depend on the version).
+    gc_policies: Mapping[str, GCPolicy] = field(default_factory=dict)
+    #: Built-in types accept strategic merge patch; custom resources answer 415.
+    strategic_merge_patch: bool = True
+    #: PUT without ``metadata.resourceVersion`` is allowed (False for custom resources).
+    allow_unconditional_update: bool = True
+    name_rule: NameRule = NameRule.DNS_SUBDOMAIN
+
+    def gc_policy(self, version: str) -> GCPolicy:
+        return self.gc_policies.get(version, GCPolicy.BACKGROUND)
+
+    def api_resource(self, version: str) -> APIResource:
+        return APIResource(
+            group=self.group,
+            version=version,
+            resource=self.resource,
+            kind=self.kind,
+            namespaced=self.namespaced,
+            verbs=self.verbs,
+            preferred=version == self.preferred_version,
+        )
+
+    def api_resources(self) -> tuple[APIResource, ...]:
+        return tuple(self.api_resource(v) for v in self.versions)
+
+
+def _builtin(
+    group: str,
+    version: str,
+    resource: str,
+    kind: str,
+    *,
+    namespaced: bool = True,
+    policy: GCPolicy = GCPolicy.BACKGROUND,
+    verbs: frozenset[str] = STANDARD_VERBS,
+    name_rule: NameRule = NameRule.DNS_SUBDOMAIN,
+) -> ResourceSpec:
+    return ResourceSpec(
+        group=group,
+        resource=resource,
+        kind=kind,
+        namespaced=namespaced,
+        versions=(version,),
+        preferred_version=version,
+        verbs=verbs,
+        gc_policies={version: policy},
+        name_rule=name_rule,
+    )
+
+
+_RBAC = "rbac.authorization.k8s.io"
+
+#: Served from the start, in discovery order.
+BUILTIN_RESOURCES: tuple[ResourceSpec, ...] = (
+    _builtin(
+        "", "v1", "namespaces", "Namespace",
+        namespaced=False, verbs=_NAMESPACE_VERBS, name_rule=NameRule.DNS_LABEL,
+    ),
+    _builtin("", "v1", "nodes", "Node", namespaced=False),
+    _builtin("", "v1", "pods", "Pod"),
+    _builtin("", "v1", "configmaps", "ConfigMap"),
+    _builtin("", "v1", "secrets", "Secret"),
+    _builtin("", "v1", "services", "Service", name_rule=NameRule.DNS_LABEL),
+    _builtin("", "v1", "serviceaccounts", "ServiceAccount"),
+    _builtin("", "v1", "replicationcontrollers", "ReplicationController", policy=GCPolicy.ORPHAN),
+    _builtin("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim"),
+    _builtin("", "v1", "persistentvolumes", "PersistentVolume", namespaced=False),
+    _builtin("", "v1", "events", "Event", policy=GCPolicy.UNSUPPORTED),
+    _builtin("apps", "v1", "deployments", "Deployment"),
+    _builtin("apps", "v1", "replicasets", "ReplicaSet"),
+    _builtin("apps", "v1", "daemonsets", "DaemonSet"),
+    _builtin("apps", "v1", "statefulsets", "StatefulSet"),
+    _builtin("batch", "v1", "jobs", "Job", policy=GCPolicy.ORPHAN),
+    _builtin("batch", "v1", "cronjobs", "CronJob"),
+    _builtin(_RBAC, "v1", "roles", "Role", name_rule=NameRule.PATH_SEGMENT),
+    _builtin(_RBAC, "v1", "rolebindings", "RoleBinding", name_rule=NameRule.PATH_SEGMENT),
+    _builtin(
+        _RBAC, "v1", "clusterroles", "ClusterRole",
+        namespaced=False, name_rule=NameRule.PATH_SEGMENT,
+    ),
+    _builtin(
+        _RBAC, "v1", "clusterrolebindings", "ClusterRoleBinding",
+        namespaced=False, name_rule=NameRule.PATH_SEGMENT,
+    ),
+    _builtin("coordination.k8s.io", "v1", "leases", "Lease"),
+    _builtin("events.k8s.io", "v1", "events", "Event", policy=GCPolicy.UNSUPPORTED),
+    _builtin(
+        "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
+        namespaced=False,
+    ),
+)

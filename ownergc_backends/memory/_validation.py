@@ -1,0 +1,297 @@
+"""ObjectMeta decoding and validation, as kube-apiserver applies it to every write.
+
+Two kinds of failure are kept apart like on a real server: a value of the
+wrong JSON type cannot be decoded into the Go struct and is a 400
+(:class:`MetadataTypeError`), while a well-typed value that breaks a rule is a
+422 built from :class:`FieldError` entries.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ._patch import json_equal
+
+__all__ = [
+    "FINALIZER_FOREGROUND",
+    "FINALIZER_ORPHAN",
+    "FieldError",
+    "MetadataTypeError",
+    "decode_metadata",
+    "validate_finalizers",
+    "validate_name",
+    "validate_owner_references",
+]
+
+FINALIZER_ORPHAN = "orphan"
+FINALIZER_FOREGROUND = "foregroundDeletion"
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_QUALIFIED_NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+
+
+@dataclass(frozen=True, slots=True)
+class FieldError:
+    """One ``field.Error``: where, which reason, and the message kubectl prints."""
+
+    field: str
+    reason: str  # FieldValueInvalid, FieldValueRequired, FieldValueForbidden, ...
+    detail: str
+    value: Any = None
+
+    def message(self) -> str:
+        label = {
+            "FieldValueInvalid": "Invalid value",
+            "FieldValueRequired": "Required value",
+            "FieldValueForbidden": "Forbidden",
+            "FieldValueNotSupported": "Unsupported value",
+            "FieldValueDuplicate": "Duplicate value",
+        }.get(self.reason, self.reason)
+        if self.reason == "FieldValueInvalid":
+            return f"{self.field}: {label}: {self.value!r}: {self.detail}"
+        return f"{self.field}: {label}: {self.detail}"
+
+    def cause(self) -> dict[str, str]:
+        return {"reason": self.reason, "message": self.message(), "field": self.field}
+
+
+class MetadataTypeError(ValueError):
+    """A metadata field holds a JSON value of the wrong type (decodes to a 400)."""
+
+
+_STRING_FIELDS = ("name", "generateName", "namespace", "uid", "resourceVersion", "selfLink")
+_TIME_FIELDS = ("creationTimestamp", "deletionTimestamp")
+_INT_FIELDS = ("generation", "deletionGracePeriodSeconds")
+_REF_STRING_FIELDS = ("apiVersion", "kind", "name", "uid")
+_REF_BOOL_FIELDS = ("controller", "blockOwnerDeletion")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _string_map(value: Any, where: str) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise MetadataTypeError(f"{where} must be an object of strings, got {value!r}")
+    for k, v in value.items():
+        if not isinstance(v, str):
+            raise MetadataTypeError(f"{where}[{k!r}] must be a string, got {v!r}")
+    return dict(value)
+
+
+def decode_metadata(meta: Any) -> dict[str, Any]:
+    """Decode ``metadata`` like the typed ObjectMeta does: check types, drop what it drops.
+
+    Nulls, empty lists/maps and unknown keys disappear (``omitempty`` and the
+    default "Warn" field validation); entries of ``ownerReferences`` keep only
+    the six OwnerReference fields. The result is a new dict in a stable key order.
+    """
+    if meta is None:
+        return {}
+    if not isinstance(meta, dict):
+        raise MetadataTypeError(f"metadata must be an object, got {meta!r}")
+    out: dict[str, Any] = {}
+    for key in _STRING_FIELDS:
+        value = meta.get(key)
+        if value is None or value == "":
+            continue
+        if not isinstance(value, str):
+            raise MetadataTypeError(f"metadata.{key} must be a string, got {value!r}")
+        out[key] = value
+    for key in _INT_FIELDS:
+        value = meta.get(key)
+        if value is None:
+            continue
+        if not _is_int(value):
+            raise MetadataTypeError(f"metadata.{key} must be an integer, got {value!r}")
+        if key == "generation" and value == 0:
+            continue
+        out[key] = value
+    for key in _TIME_FIELDS:
+        value = meta.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise MetadataTypeError(f"metadata.{key} must be an RFC3339 string, got {value!r}")
+        out[key] = value
+    for key in ("labels", "annotations"):
+        value = meta.get(key)
+        if value is None:
+            continue
+        mapping = _string_map(value, f"metadata.{key}")
+        if mapping:
+            out[key] = mapping
+    refs = meta.get("ownerReferences")
+    if refs is not None:
+        if not isinstance(refs, list):
+            raise MetadataTypeError(f"metadata.ownerReferences must be a list, got {refs!r}")
+        decoded = [_decode_owner_reference(r, i) for i, r in enumerate(refs)]
+        if decoded:
+            out["ownerReferences"] = decoded
+    finalizers = meta.get("finalizers")
+    if finalizers is not None:
+        if not isinstance(finalizers, list):
+            raise MetadataTypeError(f"metadata.finalizers must be a list, got {finalizers!r}")
+        for f in finalizers:
+            if not isinstance(f, str):
+                raise MetadataTypeError(f"metadata.finalizers entries must be strings, got {f!r}")
+        if finalizers:
+            out["finalizers"] = list(finalizers)
+    managed = meta.get("managedFields")
+    if managed is not None:
+        if not isinstance(managed, list):
+            raise MetadataTypeError("metadata.managedFields must be a list")
+        if managed:
+            out["managedFields"] = managed
+    return out
+
+
+def _decode_owner_reference(ref: Any, index: int) -> dict[str, Any]:
+    where = f"metadata.ownerReferences[{index}]"
+    if not isinstance(ref, dict):
+        raise MetadataTypeError(f"{where} must be an object, got {ref!r}")
+    out: dict[str, Any] = {}
+    for key in _REF_STRING_FIELDS:
+        value = ref.get(key)
+        if value is None:
+            out[key] = ""
+            continue
+        if not isinstance(value, str):
+            raise MetadataTypeError(f"{where}.{key} must be a string, got {value!r}")
+        out[key] = value
+    for key in _REF_BOOL_FIELDS:
+        value = ref.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, bool):
+            raise MetadataTypeError(f"{where}.{key} must be a boolean, got {value!r}")
+        out[key] = value
+    return out
+
+
+def validate_name(name: str, rule: str, field: str = "metadata.name") -> list[FieldError]:
+    """Name rules: DNS-1123 subdomain / label, or a URL path segment (RBAC)."""
+    if rule == "path-segment":
+        if name in (".", ".."):
+            return [FieldError(field, "FieldValueInvalid", f"may not be {name!r}", name)]
+        for bad in ("/", "%"):
+            if bad in name:
+                return [FieldError(field, "FieldValueInvalid", f"may not contain {bad!r}", name)]
+        return []
+    if rule == "dns1123-label":
+        if len(name) > 63 or not _DNS_LABEL.match(name):
+            return [
+                FieldError(
+                    field,
+                    "FieldValueInvalid",
+                    "a lowercase RFC 1123 label must consist of lower case alphanumeric "
+                    "characters or '-', and must start and end with an alphanumeric character",
+                    name,
+                )
+            ]
+        return []
+    if len(name) > 253 or not _DNS_SUBDOMAIN.match(name):
+        return [
+            FieldError(
+                field,
+                "FieldValueInvalid",
+                "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
+                "characters, '-' or '.', and must start and end with an alphanumeric character",
+                name,
+            )
+        ]
+    return []
+
+
+def _is_qualified_name(value: str) -> bool:
+    prefix, sep, name = value.rpartition("/")
+    if sep and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
+        return False
+    return 0 < len(name) <= 63 and bool(_QUALIFIED_NAME_PART.match(name))
+
+
+def validate_finalizers(finalizers: list[str]) -> list[FieldError]:
+    """Finalizers are qualified names; ``orphan`` and ``foregroundDeletion`` exclude each other."""
+    errors: list[FieldError] = []
+    for i, f in enumerate(finalizers):
+        if not _is_qualified_name(f):
+            errors.append(
+                FieldError(
+                    f"metadata.finalizers[{i}]",
+                    "FieldValueInvalid",
+                    "name part must consist of alphanumeric characters, '-', '_' or '.', "
+                    "with an optional DNS subdomain prefix and '/'",
+                    f,
+                )
+            )
+    if FINALIZER_ORPHAN in finalizers and FINALIZER_FOREGROUND in finalizers:
+        errors.append(
+            FieldError(
+                "metadata.finalizers",
+                "FieldValueInvalid",
+                f"finalizer {FINALIZER_ORPHAN!r} and {FINALIZER_FOREGROUND!r} cannot be both set",
+                finalizers,
+            )
+        )
+    return errors
+
+
+def _version_of(api_version: str) -> str | None:
+    """Version part of an apiVersion, or None when it does not parse (``a/b/c``)."""
+    if api_version.count("/") > 1:
+        return None
+    return api_version.rpartition("/")[2]
+
+
+def validate_owner_references(refs: list[dict[str, Any]]) -> list[FieldError]:
+    """Non-empty version/kind/name/uid, no core v1 Event owner, at most one controller."""
+    errors: list[FieldError] = []
+    controllers: list[str] = []
+    for i, ref in enumerate(refs):
+        where = f"metadata.ownerReferences[{i}]"
+        api_version = ref["apiVersion"]
+        version = _version_of(api_version)
+        if not version:
+            errors.append(
+                FieldError(
+                    f"{where}.apiVersion", "FieldValueInvalid", "version must not be empty",
+                    api_version,
+                )
+            )
+        for key in ("kind", "name", "uid"):
+            if not ref[key]:
+                errors.append(
+                    FieldError(
+                        f"{where}.{key}", "FieldValueInvalid", f"{key} must not be empty", ""
+                    )
+                )
+        if api_version == "v1" and ref["kind"] == "Event":
+            errors.append(
+                FieldError(
+                    where, "FieldValueInvalid", "/v1, Kind=Event is disallowed from being an owner",
+                    ref,
+                )
+            )
+        if ref.get("controller") is True:
+            controllers.append(f"{ref['kind']}/{ref['name']}")
+    if len(controllers) > 1:
+        errors.append(
+            FieldError(
+                "metadata.ownerReferences",
+                "FieldValueInvalid",
+                "Only one reference can have Controller set to true. Found \"true\" in "
+                f"references for {' and '.join(controllers)}",
+                refs,
+            )
+        )
+    return errors
+
+
+def immutable(field: str, new: Any, old: Any) -> list[FieldError]:
+    """``field is immutable`` when the value changed."""
+    if json_equal(new, old):
+        return []
+    return [FieldError(field, "FieldValueInvalid", "field is immutable", new)]
