@@ -7,5 +7,6 @@ from ownergc_backends.memory.store import GCPolicy, InMemoryStore, RequestRecord
 __all__ = ["GCPolicy", "InMemoryStore", "RequestRecord"]
 
 # --- runtime (added separately) --------------------------------------------
-# from ownergc_backends.memory.runtime import InMemoryRuntime
-# __all__ += ["InMemoryRuntime"]
+from ownergc_backends.memory.runtime import InMemoryRuntime
+
+__all__ += ["InMemoryRuntime"]
