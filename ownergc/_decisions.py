@@ -32,7 +32,7 @@ cache) and executes the plan; nothing here does I/O.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -173,20 +173,34 @@ class Classification:
     waiting_for_dependents_deletion: list[OwnerReference] = field(default_factory=list)
 
 
+OwnerLookupResults = Mapping[str, Mapping[str, Any] | None] | Mapping[
+    OwnerReference, Mapping[str, Any] | None
+]
+
+
 def classify_references(
-    refs: Sequence[OwnerReference], owners: Mapping[str, Mapping[str, Any] | None]
+    refs: Sequence[OwnerReference], owners: OwnerLookupResults
 ) -> Classification:
     """Sort ``refs`` into solid, dangling and waiting, given each owner's latest state.
 
     ``owners`` maps a ref's uid to the owner's latest object, or ``None`` when
     it is absent. An object found under the owner's name with another uid is
     a different object, so the ref is dangling.
+
+    ``owners`` may also be keyed by the :class:`OwnerReference` itself, which
+    is what Kubernetes does (one lookup per ref): two refs with the same uid
+    but other coordinates (kind, name, apiVersion) name different lookups, and
+    one can dangle while the other is solid. A ref key wins over a uid key.
     """
     result = Classification()
+    lookups: Mapping[Any, Mapping[str, Any] | None] = owners
     for ref in refs:
-        if ref.uid not in owners:
-            raise KeyError(f"no lookup result for owner {ref}")
-        owner = owners[ref.uid]
+        if ref in lookups:
+            owner = lookups[ref]
+        elif ref.uid in lookups:
+            owner = lookups[ref.uid]
+        else:
+            raise ValueError(f"no owner lookup result for owner reference {ref}")
         if owner is None:
             result.dangling.append(ref)
             continue
@@ -223,7 +237,7 @@ class OwnerLookup:
 def plan_owner_lookup(
     ref: OwnerReference,
     item: ObjectReference,
-    owner_namespaced: bool,
+    owner_namespaced: bool | Callable[[], bool],
     cache: AbsentOwnerCache,
 ) -> OwnerLookup | NamespacedOwnerOfClusterScopedObject:
     """Where to look for the owner named by ``ref`` of ``item``.
@@ -234,11 +248,18 @@ def plan_owner_lookup(
     never retried, and the item is never collected because of it.
     ``owner_namespaced`` comes from REST mapping the ref's apiVersion/kind;
     the caller handles mapping failures (the item is kept and retried).
+
+    Kubernetes consults the absent-owner cache *before* REST mapping, so a
+    cached owner is dangling even when its kind no longer maps. Pass a
+    callable to get that order: it is only called on a cache miss, and what
+    it raises (a RESTMappingError) propagates.
     """
     cluster_key = ObjectReference.from_owner_reference(ref, None)
     item_key = ObjectReference.from_owner_reference(ref, item.namespace)
     if cache.has(cluster_key) or cache.has(item_key):
         return OwnerLookup(ref, True, None, cluster_key)
+    if callable(owner_namespaced):
+        owner_namespaced = owner_namespaced()
     if owner_namespaced and item.namespace is None:
         return NamespacedOwnerOfClusterScopedObject(ref)
     if owner_namespaced:
@@ -262,7 +283,7 @@ def policy_for_finalizers(finalizers: Sequence[str] | None) -> PropagationPolicy
 def decide_attempt_to_delete(
     node: Node,
     latest: Mapping[str, Any] | None,
-    owners: Mapping[str, Mapping[str, Any] | None] | None = None,
+    owners: OwnerLookupResults | None = None,
     *,
     fetched: bool = True,
 ) -> Plan | NeedOwners:

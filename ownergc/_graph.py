@@ -39,6 +39,7 @@ from ownergc._refs import (
     FINALIZER_ORPHAN_DEPENDENTS,
     ObjectReference,
     OwnerReference,
+    metadata_of,
     owner_references_of,
 )
 from ownergc.errors import InvalidObject
@@ -58,6 +59,18 @@ __all__ = [
 ]
 
 _NO_DEPENDENTS: frozenset[Node] = frozenset()
+
+
+class _FromGraph:
+    """Marker: take the previous state of an object from the graph."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "FROM_GRAPH"
+
+
+FROM_GRAPH = _FromGraph()
 
 
 class Node:
@@ -215,35 +228,49 @@ def references_diffs(
     return ReferencesDiff(added, list(unmatched.values()), changed)
 
 
-def _deletion_starts_with_finalizer(
-    old_obj: Mapping[str, Any] | None, new_obj: Mapping[str, Any], finalizer: str
-) -> bool:
-    meta = new_obj.get("metadata") or {}
-    if meta.get("deletionTimestamp") is None:
-        return False
+def _state_of(obj: Mapping[str, Any] | None) -> tuple[bool, Any] | None:
+    if obj is None:
+        return None
+    meta = metadata_of(obj)
     finalizers = meta.get("finalizers") or ()
-    if finalizer not in finalizers:
+    if type(finalizers) is not list and type(finalizers) is not tuple:
+        raise InvalidObject(f"metadata.finalizers must be a list, got {finalizers!r}")
+    return (meta.get("deletionTimestamp") is not None, finalizers)
+
+
+def _deletion_starts_with_finalizer(
+    old_state: tuple[bool, Any] | None, new_state: tuple[bool, Any], finalizer: str
+) -> bool:
+    """True when ``new`` is being deleted with ``finalizer`` and ``old`` was not."""
+    deleting, finalizers = new_state
+    if not deleting or finalizer not in finalizers:
         return False
-    if old_obj is None:
+    if old_state is None:
         return True
-    old_meta = old_obj.get("metadata") or {}
-    if old_meta.get("deletionTimestamp") is None:
-        return True
-    return finalizer not in (old_meta.get("finalizers") or ())
+    old_deleting, old_finalizers = old_state
+    return not old_deleting or finalizer not in old_finalizers
 
 
 def starts_waiting_for_dependents_orphaned(
     old_obj: Mapping[str, Any] | None, new_obj: Mapping[str, Any]
 ) -> bool:
     """True when this update is the one that starts an Orphan deletion."""
-    return _deletion_starts_with_finalizer(old_obj, new_obj, FINALIZER_ORPHAN_DEPENDENTS)
+    new_state = _state_of(new_obj)
+    assert new_state is not None
+    return _deletion_starts_with_finalizer(
+        _state_of(old_obj), new_state, FINALIZER_ORPHAN_DEPENDENTS
+    )
 
 
 def starts_waiting_for_dependents_deleted(
     old_obj: Mapping[str, Any] | None, new_obj: Mapping[str, Any]
 ) -> bool:
     """True when this update is the one that starts a Foreground deletion."""
-    return _deletion_starts_with_finalizer(old_obj, new_obj, FINALIZER_DELETE_DEPENDENTS)
+    new_state = _state_of(new_obj)
+    assert new_state is not None
+    return _deletion_starts_with_finalizer(
+        _state_of(old_obj), new_state, FINALIZER_DELETE_DEPENDENTS
+    )
 
 
 class AbsentOwnerCache:
@@ -305,6 +332,12 @@ class InvalidNamespaceEvent:
             f"name: {self.owner.name}, uid: {self.owner.uid}] does not exist in namespace "
             f'"{ns}"'
         )
+
+
+def _invalid_namespace_event(dependent: Node, owner_uid: str) -> InvalidNamespaceEvent:
+    """The warning for ``dependent``, naming its first ref with ``owner_uid`` (as upstream)."""
+    ref = next(r for r in dependent.owners if r.uid == owner_uid)
+    return InvalidNamespaceEvent(dependent.identity, ref)
 
 
 def partition_dependents(
@@ -412,12 +445,21 @@ class GraphBuilder:
     def process_upsert(
         self,
         obj: Mapping[str, Any],
-        old_obj: Mapping[str, Any] | None,
         api_version: str,
         kind: str,
+        old_obj: Mapping[str, Any] | _FromGraph | None = FROM_GRAPH,
     ) -> Node:
-        """An Add or Update from a monitor (``old_obj`` is None for an Add)."""
-        meta = obj.get("metadata")
+        """An Add or Update from a monitor.
+
+        ``old_obj`` is the previous state (``None`` for an Add). By default it
+        is what the graph last observed for this uid (deletion state and
+        finalizers), so monitors need not keep object bodies and a replayed
+        event (relist) does not restart an orphan or foreground deletion.
+        """
+        try:
+            meta = obj.get("metadata")
+        except AttributeError:
+            raise InvalidObject(f"{kind} object must be a JSON object, got {obj!r}") from None
         if not isinstance(meta, Mapping):
             raise InvalidObject(f"{kind} object without metadata: {obj!r}")
         uid = meta.get("uid")
@@ -426,13 +468,29 @@ class GraphBuilder:
             raise InvalidObject(f"{kind} object without usable metadata.uid/name: {dict(meta)!r}")
         owners = owner_references_of(obj)
         namespace = meta.get("namespace") or None
+        if namespace is not None and type(namespace) is not str:
+            raise InvalidObject(f"metadata.namespace must be a string, got {namespace!r}")
         being_deleted = meta.get("deletionTimestamp") is not None
         raw_finalizers = meta.get("finalizers")
-        finalizers = tuple(raw_finalizers) if raw_finalizers else ()
+        if raw_finalizers:
+            if type(raw_finalizers) is not list:
+                raise InvalidObject(f"metadata.finalizers must be a list, got {raw_finalizers!r}")
+            finalizers: tuple[str, ...] = tuple(raw_finalizers)
+        else:
+            finalizers = ()
         rv = meta.get("resourceVersion")
 
         graph = self.uid_to_node
         node = graph.get(uid)
+        old_state: tuple[bool, Any] | None
+        if old_obj is FROM_GRAPH:
+            old_state = (
+                (node.being_deleted, node.finalizers)
+                if node is not None and not node.virtual
+                else None
+            )
+        else:
+            old_state = _state_of(old_obj)  # type: ignore[arg-type]
         if node is not None and node.virtual:
             node = self._observe(node, ObjectReference(api_version, kind, name, uid, namespace))
 
@@ -467,7 +525,7 @@ class GraphBuilder:
             node.resource_version = rv
             node.finalizers = finalizers
         if being_deleted:
-            self._process_transitions(old_obj, obj, node)
+            self._process_transitions(old_state, (True, finalizers), node)
         return node
 
     def process_delete(self, obj: Mapping[str, Any], api_version: str, kind: str) -> None:
@@ -532,10 +590,7 @@ class GraphBuilder:
             _, non_matching = partition_dependents(node.dependents, observed)
             for dep in non_matching:
                 if observed.namespace is not None and dep.identity.namespace != observed.namespace:
-                    for ref in dep.owners:
-                        if ref.uid == observed.uid:
-                            self.events.append(InvalidNamespaceEvent(dep.identity, ref))
-                            break
+                    self.events.append(_invalid_namespace_event(dep, observed.uid))
                 self.attempt_to_delete.append(dep)
             node = node.copy_with_identity(observed)
             self.uid_to_node[observed.uid] = node
@@ -565,7 +620,7 @@ class GraphBuilder:
             if owner_ns is not None and owner_ns != ns:
                 flagged = True
                 if not owner.virtual:
-                    self.events.append(InvalidNamespaceEvent(node.identity, ref))
+                    self.events.append(_invalid_namespace_event(node, ref.uid))
             elif (
                 ref.uid != owner_id.uid
                 or ref.name != owner_id.name
@@ -596,12 +651,12 @@ class GraphBuilder:
                     self.attempt_to_delete.append(owner)
 
     def _process_transitions(
-        self, old_obj: Mapping[str, Any] | None, new_obj: Mapping[str, Any], node: Node
+        self, old_state: tuple[bool, Any] | None, new_state: tuple[bool, Any], node: Node
     ) -> None:
-        if starts_waiting_for_dependents_orphaned(old_obj, new_obj):
+        if _deletion_starts_with_finalizer(old_state, new_state, FINALIZER_ORPHAN_DEPENDENTS):
             self.attempt_to_orphan.append(node)
             return
-        if starts_waiting_for_dependents_deleted(old_obj, new_obj):
+        if _deletion_starts_with_finalizer(old_state, new_state, FINALIZER_DELETE_DEPENDENTS):
             node.deleting_dependents = True
             self.attempt_to_delete.extend(node.dependents)
             self.attempt_to_delete.append(node)

@@ -79,7 +79,8 @@ def unblock_owner_refs_json_merge_patch(
     return {
         "metadata": {
             "resourceVersion": metadata_of(obj).get("resourceVersion"),
-            "ownerReferences": [_unblocked(ref) for ref in refs],
+            # Go marshals the nil slice of an empty list as null.
+            "ownerReferences": [_unblocked(ref) for ref in refs] or None,
         }
     }
 
