@@ -361,9 +361,7 @@ def _merge_map(
             original[key] = _merge_map(current, patch_value, child, strategies)
         elif isinstance(current, list) and isinstance(patch_value, list):
             if child in strategies:
-                original[key] = _merge_list(
-                    current, patch_value, strategies[child], is_delete_list
-                )
+                original[key] = _merge_list(current, patch_value, strategies[child], is_delete_list)
             elif not is_delete_list:
                 original[key] = patch_value
         elif not is_delete_list:
@@ -537,9 +535,7 @@ def _normalize_order(
     patch_pos = positions(patch_order)
     server_pos = positions(server_order)
     big = len(patch_order) + len(server_order) + 1
-    patch_sorted = sorted(
-        patch_items, key=lambda v: patch_pos.get(_merge_value(v, merge_key), big)
-    )
+    patch_sorted = sorted(patch_items, key=lambda v: patch_pos.get(_merge_value(v, merge_key), big))
     server_sorted = sorted(
         server_only, key=lambda v: server_pos.get(_merge_value(v, merge_key), big)
     )

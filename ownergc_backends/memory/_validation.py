@@ -257,7 +257,9 @@ def validate_owner_references(refs: list[dict[str, Any]]) -> list[FieldError]:
         if not version:
             errors.append(
                 FieldError(
-                    f"{where}.apiVersion", "FieldValueInvalid", "version must not be empty",
+                    f"{where}.apiVersion",
+                    "FieldValueInvalid",
+                    "version must not be empty",
                     api_version,
                 )
             )
@@ -271,7 +273,9 @@ def validate_owner_references(refs: list[dict[str, Any]]) -> list[FieldError]:
         if api_version == "v1" and ref["kind"] == "Event":
             errors.append(
                 FieldError(
-                    where, "FieldValueInvalid", "/v1, Kind=Event is disallowed from being an owner",
+                    where,
+                    "FieldValueInvalid",
+                    "/v1, Kind=Event is disallowed from being an owner",
                     ref,
                 )
             )
@@ -282,7 +286,7 @@ def validate_owner_references(refs: list[dict[str, Any]]) -> list[FieldError]:
             FieldError(
                 "metadata.ownerReferences",
                 "FieldValueInvalid",
-                "Only one reference can have Controller set to true. Found \"true\" in "
+                'Only one reference can have Controller set to true. Found "true" in '
                 f"references for {' and '.join(controllers)}",
                 refs,
             )

@@ -91,6 +91,7 @@ __all__ = [
     "RequestRecord",
     "deletion_finalizers_for_garbage_collection",
     "mark_as_deleting",
+    "should_delete_during_update",
 ]
 
 #: Namespaces every cluster starts with.
@@ -103,9 +104,21 @@ _PARTIAL_KIND: Final = "PartialObjectMetadata"
 _WATCH_BATCH: Final = 512
 _GENERATE_NAME_ALPHABET: Final = "bcdfghjklmnpqrstvwxz2456789"
 _META_ORDER: Final = (
-    "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
-    "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
-    "annotations", "ownerReferences", "finalizers", "managedFields",
+    "name",
+    "generateName",
+    "namespace",
+    "selfLink",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "finalizers",
+    "managedFields",
 )
 
 
@@ -222,6 +235,17 @@ def mark_as_deleting(obj: JSONDict, now: datetime) -> JSONDict:
     return out
 
 
+def should_delete_during_update(new_finalizers: Sequence[str], existing_meta: JSONDict) -> bool:
+    """An update leaving no finalizers removes a deleting object (item 88, §14.5).
+
+    Only when the stored object has a deletionTimestamp and no pending
+    graceful deletion (deletionGracePeriodSeconds unset or 0).
+    """
+    if new_finalizers or existing_meta.get("deletionTimestamp") is None:
+        return False
+    return existing_meta.get("deletionGracePeriodSeconds") in (None, 0)
+
+
 # ---------------------------------------------------------------------------
 # Internal state
 
@@ -309,6 +333,14 @@ class _EventLog:
         if self.waiter is not None:
             wake.append(self.waiter)
             self.waiter = None
+
+
+@dataclass(frozen=True, slots=True)
+class _WatchStart:
+    storage: _Storage
+    namespace: str | None
+    initial: list[JSONDict]
+    seq: int
 
 
 class _Storage:
@@ -640,8 +672,7 @@ class InMemoryStore:
         if storage.spec.namespaced:
             if not namespace:
                 raise BadRequest(
-                    f"a namespace is required for the namespaced resource "
-                    f"{storage.group_resource}",
+                    f"a namespace is required for the namespaced resource {storage.group_resource}",
                     reason="BadRequest",
                 )
             return namespace
@@ -935,8 +966,12 @@ class InMemoryStore:
                 "resourceVersion should not be set on objects to be created", reason="BadRequest"
             )
         for server_owned in (
-            "uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
-            "generation", "selfLink",
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+            "selfLink",
         ):
             meta.pop(server_owned, None)
         errors: list[FieldError] = []
@@ -1090,8 +1125,8 @@ class InMemoryStore:
         if "generation" in meta and _spec_changed(existing, new):
             meta["generation"] += 1
 
-        if not finalizers and old_deletion is not None and old_grace in (None, 0):
-            # ShouldDeleteDuringUpdate: the last finalizer went away.
+        if should_delete_during_update(finalizers, old):
+            # The last finalizer of a deleting object went away.
             gone = self._remove_locked(storage, namespace, name, existing, wake)
             new["metadata"] = _ordered({**meta, "resourceVersion": _meta(gone)["resourceVersion"]})
             return new
@@ -1137,8 +1172,10 @@ class InMemoryStore:
                     f"does not match the ResourceVersion in record ({meta['resourceVersion']}). "
                     "The object might have been modified",
                 )
-        if storage.spec.group == "" and storage.spec.resource == "namespaces" and (
-            name in IMMORTAL_NAMESPACES
+        if (
+            storage.spec.group == ""
+            and storage.spec.resource == "namespaces"
+            and (name in IMMORTAL_NAMESPACES)
         ):
             raise Forbidden(
                 f'namespaces "{name}" is forbidden: this namespace may not be deleted',
@@ -1219,27 +1256,24 @@ class InMemoryStore:
         event window raises :class:`ResourceExpired`, on the first iteration
         or later if this watcher falls a whole window behind. The stream ends
         after ``timeout_seconds`` and when the resource stops being served.
-        Cancelling the consuming task is safe at any point.
+        Cancelling the consuming task is safe at any point; a consumer that
+        stops early should close the generator (``contextlib.aclosing``), which
+        trio insists on.
         """
         fault = self._begin("watch", resource, namespace)
-        return self._watch(
-            resource, resource_version, namespace, metadata_only, timeout_seconds, fault
-        )
+        try:
+            if fault is not None:
+                raise fault
+            start = self._watch_start(resource, resource_version, namespace)
+        except APIError as exc:
+            return self._failed_watch(exc)
+        return self._watch(resource, start, metadata_only, timeout_seconds)
 
-    async def _watch(
-        self,
-        resource: APIResource,
-        resource_version: str,
-        namespace: str | None,
-        metadata_only: bool,
-        timeout_seconds: float | None,
-        fault: APIError | None,
-    ) -> AsyncIterator[WatchEvent]:
-        await anyio.lowlevel.checkpoint()
-        if fault is not None:
-            raise fault
-        deadline = None if timeout_seconds is None else anyio.current_time() + timeout_seconds
-        key = (resource.group, resource.version, resource.resource)
+    def _watch_start(
+        self, resource: APIResource, resource_version: str, namespace: str | None
+    ) -> _WatchStart:
+        """Where a new watch starts; resolved when ``watch()`` is called, so a watch
+        opened before a change sees it even if iteration starts later."""
         try:
             since = int(resource_version) if resource_version else 0
         except ValueError:
@@ -1253,22 +1287,38 @@ class InMemoryStore:
             self._check_verb(storage, "watch")
             ns = self._collection_namespace(storage, namespace)
             log = storage.log
-            initial: builtins.list[JSONDict] = []
             if since == 0:
-                initial = list(storage.iter_sorted(ns))
-                seq = log.end_seq
-            else:
-                if since > self._rv:
-                    raise ServerTimeout(
-                        f"Timeout: Too large resource version: {since}, current: {self._rv}",
-                        reason="Timeout",
-                    )
-                if since < log.evicted_rv:
-                    raise ResourceExpired(
-                        f"too old resource version: {since} ({log.evicted_rv + 1})",
-                        reason="Expired",
-                    )
-                seq = log.seq_after(since)
+                return _WatchStart(storage, ns, builtins.list(storage.iter_sorted(ns)), log.end_seq)
+            if since > self._rv:
+                raise ServerTimeout(
+                    f"Timeout: Too large resource version: {since}, current: {self._rv}",
+                    reason="Timeout",
+                )
+            if since < log.evicted_rv:
+                raise ResourceExpired(
+                    f"too old resource version: {since} ({log.evicted_rv + 1})",
+                    reason="Expired",
+                )
+            return _WatchStart(storage, ns, [], log.seq_after(since))
+
+    @staticmethod
+    async def _failed_watch(error: APIError) -> AsyncIterator[WatchEvent]:
+        await anyio.lowlevel.checkpoint()
+        raise error
+        yield  # pragma: no cover - makes this an async generator
+
+    async def _watch(
+        self,
+        resource: APIResource,
+        start: _WatchStart,
+        metadata_only: bool,
+        timeout_seconds: float | None,
+    ) -> AsyncIterator[WatchEvent]:
+        await anyio.lowlevel.checkpoint()
+        deadline = None if timeout_seconds is None else anyio.current_time() + timeout_seconds
+        key = (resource.group, resource.version, resource.resource)
+        storage, ns, initial, seq = start.storage, start.namespace, start.initial, start.seq
+        log = storage.log
         for obj in initial:
             yield WatchEvent("ADDED", self._render(storage, obj, resource.version, metadata_only))
         while True:
@@ -1522,9 +1572,7 @@ class InMemoryStore:
                 return None
             return self._render(storage, obj, version, False)
 
-    def exists(
-        self, api_version: str, kind: str, name: str, namespace: str | None = None
-    ) -> bool:
+    def exists(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> bool:
         """Synchronous check for tests: is the object stored (deleting or not)?"""
         return self.get_object(api_version, kind, name, namespace) is not None
 
