@@ -1,0 +1,87 @@
+"""The ``ownergc`` command line (also ``python -m ownergc``).
+
+Subcommands are added by small modules so that each stays importable on its
+own; backends are imported only when a subcommand needs them, so ``ownergc
+--help`` works without the optional extras installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from ownergc import __version__
+
+__all__ = ["build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ownergc",
+        description=(
+            "Kubernetes garbage collection, exactly: ownerReferences, cascading deletion "
+            "(Background / Foreground / Orphan), finalizers and kubelet-style node GC."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"ownergc {__version__}")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="more log output (-v: info, -vv: debug)",
+    )
+    parser.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="log line format (default: text)",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    from ownergc import _cli_demo
+
+    _cli_demo.add_parser(sub)
+    try:
+        from ownergc import _cli_node
+    except ImportError:  # pragma: no cover - node GC module not present
+        pass
+    else:
+        _cli_node.add_node_parser(sub)
+    return parser
+
+
+def _configure_logging(verbosity: int, fmt: str) -> None:
+    level = logging.WARNING if verbosity == 0 else logging.INFO if verbosity == 1 else logging.DEBUG
+    handler = logging.StreamHandler(sys.stderr)
+    if fmt == "json":
+        from ownergc._logging import JSONFormatter
+
+        handler.setFormatter(JSONFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _configure_logging(args.verbose, args.log_format)
+    func = getattr(args, "func", None)
+    if func is None:  # pragma: no cover - argparse enforces a subcommand
+        parser.print_help()
+        return 2
+    try:
+        result = func(args)
+    except KeyboardInterrupt:
+        return 130
+    return int(result or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
