@@ -15,6 +15,7 @@ which the image GC reports as ``invalid capacity 0 on image filesystem``.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
@@ -227,6 +228,29 @@ class CRIRuntime:
             "Version", self.runtime_service.Version, pb.VersionRequest(version="0.1.0")
         )
         return r.runtime_name, r.runtime_version, r.runtime_api_version
+
+    async def sandbox_image(self) -> str | None:
+        """The runtime's configured sandbox (pause) image, when it says (containerd does).
+
+        Read from the verbose CRI ``Status`` info (containerd's ``config``
+        JSON, key ``sandboxImage``); ``None`` when the runtime does not tell.
+        The kubelet protected this image by name up to v1.27; containerd 1.6
+        never marks it ``pinned``, so without this the image GC would remove it.
+        """
+        try:
+            r = await self._call(
+                "Status", self.runtime_service.Status, pb.StatusRequest(verbose=True)
+            )
+        except APIError:
+            return None
+        raw = r.info.get("config")
+        if not raw:
+            return None
+        try:
+            value = json.loads(raw).get("sandboxImage")
+        except (ValueError, AttributeError):
+            return None
+        return value if isinstance(value, str) and value else None
 
     # --- ContainerRuntime -------------------------------------------------------------
 

@@ -42,6 +42,7 @@ async def test_version_and_error_mapping(cri):
     _, rt = cri
     name, _, api = await rt.version()
     assert name == "containerd" and api == "v1"
+    assert await rt.sandbox_image() == PAUSE  # from containerd's CRI config
     with pytest.raises(NotFound):
         await rt.container_status("0123456789abcdef")
     with pytest.raises(NotFound):
