@@ -70,29 +70,73 @@ def copy_json(value: Any) -> Any:
     return value
 
 
-def check_json(value: Any, path: str = "") -> Any:
+class _NotJSON(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.where: list[str] = []  # innermost first
+
+
+def check_json(value: Any) -> Any:
     """Deep copy of ``value`` that must be JSON (dict/list/str/int/float/bool/None).
 
     Raises :class:`PatchError` (400) naming the offending path otherwise, so
     bad input never becomes a crash deeper in the store. Tuples are accepted
-    as lists for convenience; NaN and infinities are rejected (not JSON).
+    as lists and str/int subclasses (enums) as their plain values; NaN and
+    infinities are rejected (not JSON). The path is only built on failure,
+    because this runs on every write.
     """
-    if value is None or isinstance(value, (str, bool, int)):
+    try:
+        return _check(value)
+    except _NotJSON as exc:
+        path = "".join(reversed(exc.where)).lstrip(".") or "<root>"
+        raise PatchError(f"{path}: {exc.reason}") from None
+
+
+def _check(value: Any) -> Any:
+    t = type(value)
+    if t is str or t is int or t is bool or value is None:
         return value
-    if isinstance(value, float):
-        if math.isnan(value) or math.isinf(value):
-            raise PatchError(f"{path or '<root>'}: {value!r} is not a JSON number")
-        return value
-    if isinstance(value, Mapping):
+    if t is dict:
         out: dict[str, Any] = {}
         for k, v in value.items():
-            if not isinstance(k, str):
-                raise PatchError(f"{path or '<root>'}: object key {k!r} is not a string")
-            out[k] = check_json(v, f"{path}.{k}" if path else k)
+            if type(k) is not str:
+                exc = _NotJSON(f"object key {k!r} is not a string")
+                raise exc
+            tv = type(v)
+            if tv is str or tv is int or tv is bool or v is None:
+                out[k] = v
+                continue
+            try:
+                out[k] = _check(v)
+            except _NotJSON as exc:
+                exc.where.append(f".{k}")
+                raise
         return out
-    if isinstance(value, (list, tuple)):
-        return [check_json(v, f"{path}[{i}]") for i, v in enumerate(value)]
-    raise PatchError(f"{path or '<root>'}: {type(value).__name__} is not a JSON value")
+    if t is list or t is tuple:
+        items: list[Any] = []
+        for i, v in enumerate(value):
+            try:
+                items.append(_check(v))
+            except _NotJSON as exc:
+                exc.where.append(f"[{i}]")
+                raise
+        return items
+    if t is float:
+        if math.isnan(value) or math.isinf(value):
+            raise _NotJSON(f"{value!r} is not a JSON number")
+        return value
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return _check(float(value))
+    if isinstance(value, Mapping):
+        return _check(dict(value))
+    raise _NotJSON(f"{type(value).__name__} is not a JSON value")
 
 
 def _kind(value: Any) -> str:

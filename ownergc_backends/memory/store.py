@@ -530,10 +530,16 @@ class InMemoryStore:
             raise InvalidObject(f"preferred version {preferred!r} is not in {version_list!r}")
         if not resource or not kind or resource != resource.lower() or "/" in resource:
             raise InvalidObject(f"bad resource {resource!r} / kind {kind!r}")
-        if isinstance(default_gc_policy, Mapping):
-            policies = {v: GCPolicy(p) for v, p in default_gc_policy.items()}
-        else:
-            policies = {v: GCPolicy(default_gc_policy) for v in version_list}
+        try:
+            if isinstance(default_gc_policy, Mapping):
+                policies = {v: GCPolicy(p) for v, p in default_gc_policy.items()}
+            else:
+                policies = {v: GCPolicy(default_gc_policy) for v in version_list}
+        except ValueError:
+            raise InvalidObject(
+                f"default_gc_policy must be Background, Orphan or Unsupported: "
+                f"{default_gc_policy!r}"
+            ) from None
         spec = ResourceSpec(
             group=group,
             resource=resource,
@@ -1345,7 +1351,9 @@ class InMemoryStore:
                         event.type,
                         self._render(storage, event.obj, resource.version, metadata_only),
                     )
-            if deadline is not None and anyio.current_time() >= deadline:
+            # At the deadline the stream ends once it has caught up with the log.
+            caught_up = len(batch) < _WATCH_BATCH
+            if deadline is not None and caught_up and anyio.current_time() >= deadline:
                 return
             if waiter is not None:
                 if deadline is None:

@@ -188,6 +188,15 @@ async def test_timeout_seconds_ends_the_stream(store: InMemoryStore) -> None:
     assert [e.object["metadata"]["name"] for e in got] == ["late"]
 
 
+async def test_zero_timeout_drains_what_is_already_there(store: InMemoryStore) -> None:
+    rv = store.resource_version
+    for i in range(1200):  # more than one internal batch
+        await store.create(cm(store), body(f"o{i:04d}"))
+    with anyio.fail_after(5):
+        got = [e async for e in store.watch(cm(store), resource_version=rv, timeout_seconds=0)]
+    assert [e.object["metadata"]["name"] for e in got] == [f"o{i:04d}" for i in range(1200)]
+
+
 async def test_watch_is_cancellable_while_waiting(store: InMemoryStore) -> None:
     started = anyio.Event()
     seen: list[WatchEvent] = []
