@@ -288,8 +288,9 @@ async def test_threshold_pass_frees_down_to_low():
 
 async def test_min_age_holds_back_fresh_images_and_reports_shortfall():
     rt = image_node(other=200 * MB)
-    gc = NodeGarbageCollector(rt, image_policy=ImageGCPolicy(85, 80, timedelta(minutes=2)),
-                              clock=Clock())  # fmt: skip
+    gc = NodeGarbageCollector(
+        rt, image_policy=ImageGCPolicy(85, 80, timedelta(minutes=2)), clock=Clock()
+    )
     res = await gc.collect_images()
     assert res.removed == []
     assert isinstance(res.error, FreeDiskSpaceFailed)
@@ -327,9 +328,11 @@ async def test_failed_image_removal_moves_on_and_reports():
     rt = image_node(other=200 * MB)
     rt.fail("remove_image", "sha256:a", ServerError("busy"))
     gc = NodeGarbageCollector(
-        rt, image_policy=ImageGCPolicy(85, 80, timedelta(0)), sandbox_image="pause:3.10",
+        rt,
+        image_policy=ImageGCPolicy(85, 80, timedelta(0)),
+        sandbox_image="pause:3.10",
         clock=Clock(),
-    )  # fmt: skip
+    )
     res = await gc.collect_images()
     assert res.removed == ["sha256:b"]
     assert isinstance(res.error, ImageDeletionFailed)
@@ -368,8 +371,9 @@ async def test_run_loops_until_cancelled():
     with anyio.fail_after(10):
         async with anyio.create_task_group() as tg:
             tg.start_soon(gc.run)
-            while gc.metrics.get("ownergc_nodegc_runs_total", loop="containers",
-                                 result="success") < 3:  # fmt: skip
+            while (
+                gc.metrics.get("ownergc_nodegc_runs_total", loop="containers", result="success") < 3
+            ):
                 await anyio.sleep(0.001)
             tg.cancel_scope.cancel()
     assert gc.metrics.get("ownergc_nodegc_runs_total", loop="images", result="success") == 0
@@ -379,13 +383,13 @@ async def test_run_loops_until_cancelled():
 async def test_loop_survives_failing_passes():
     rt = InMemoryRuntime()
     rt.fail("list_containers", "", Unavailable("down"))
-    gc = NodeGarbageCollector(rt, container_gc_period=0.001, image_gc_period=0.001,
-                              image_detection_period=0.001)  # fmt: skip
+    gc = NodeGarbageCollector(
+        rt, container_gc_period=0.001, image_gc_period=0.001, image_detection_period=0.001
+    )
     with anyio.fail_after(10):
         async with anyio.create_task_group() as tg:
             tg.start_soon(gc.run)
-            while gc.metrics.get("ownergc_nodegc_runs_total", loop="images",
-                                 result="failure") < 2:  # fmt: skip
+            while gc.metrics.get("ownergc_nodegc_runs_total", loop="images", result="failure") < 2:
                 await anyio.sleep(0.001)
             tg.cancel_scope.cancel()
     assert gc.metrics.get("ownergc_nodegc_runs_total", loop="containers", result="failure") >= 1

@@ -30,46 +30,102 @@ def sid(pod: str, attempt: int) -> str:
 
 def sandboxes(rows):
     return [
-        PodSandbox(id=sid(p, a), uid=UIDS[p], name=p, namespace="new", attempt=a, state=s,
-                   created_at=c)
+        PodSandbox(
+            id=sid(p, a), uid=UIDS[p], name=p, namespace="new", attempt=a, state=s, created_at=c
+        )
         for p, a, s, c in rows
-    ]  # fmt: skip
+    ]
 
 
 def containers(rows):
     return [
-        Container(id=f"{sid(p, a)}_{n}_0", pod_sandbox_id=sid(p, a), name=n,
-                  state=ContainerState.EXITED, labels={"io.kubernetes.pod.uid": UIDS[p]})
+        Container(
+            id=f"{sid(p, a)}_{n}_0",
+            pod_sandbox_id=sid(p, a),
+            name=n,
+            state=ContainerState.EXITED,
+            labels={"io.kubernetes.pod.uid": UIDS[p]},
+        )
         for p, n, a in rows
-    ]  # fmt: skip
+    ]
 
 
 B4_SANDBOXES = [("foo1", 1, NOTREADY, 1), ("foo1", 0, NOTREADY, 0)]
 
 CASES = [
-    pytest.param([("deleted", 0, NOTREADY, 0)], [], {"9012"}, set(), False,
-                 ["deleted_new_9012_0"], id="B1-notready-deleted-pod-sandbox-gcd"),
-    pytest.param([("deleted", 0, READY, 0)], [], {"9012"}, set(), False,
-                 [], id="B2-ready-deleted-pod-sandbox-kept"),
-    pytest.param([("foo1", 0, READY, 0), ("foo2", 0, NOTREADY, 0)], [], set(), set(), False,
-                 [], id="B3-existing-pods-sandboxes-kept"),
-    pytest.param(B4_SANDBOXES, [], set(), set(), False,
-                 ["foo1_new_1234_0"], id="B4-older-exited-sandbox-gcd"),
-    pytest.param(B4_SANDBOXES, [("foo1", "bar1", 0)], set(), set(), False,
-                 [], id="B5-older-sandbox-with-containers-kept"),
-    pytest.param([("foo1", 0, READY, 0), ("foo2", 0, NOTREADY, 0)], [], set(),
-                 {"1234", "5678"}, True,
-                 ["foo2_new_5678_0"], id="B6-evict-terminating-pods"),
-    pytest.param([("foo1", 0, NOTREADY, 0)], [("foo1", "bar1", 0)], set(), set(), False,
-                 [], id="B7-sandbox-with-containers-kept"),
     pytest.param(
-        [("foo1", 1, READY, 1), ("foo1", 0, NOTREADY, 0), ("foo2", 1, NOTREADY, 1),
-         ("foo2", 0, NOTREADY, 0), ("deleted", 0, NOTREADY, 0)],
-        [("foo2", "bar3", 1)], {"9012"}, {"9012"}, False,
+        [("deleted", 0, NOTREADY, 0)],
+        [],
+        {"9012"},
+        set(),
+        False,
+        ["deleted_new_9012_0"],
+        id="B1-notready-deleted-pod-sandbox-gcd",
+    ),
+    pytest.param(
+        [("deleted", 0, READY, 0)],
+        [],
+        {"9012"},
+        set(),
+        False,
+        [],
+        id="B2-ready-deleted-pod-sandbox-kept",
+    ),
+    pytest.param(
+        [("foo1", 0, READY, 0), ("foo2", 0, NOTREADY, 0)],
+        [],
+        set(),
+        set(),
+        False,
+        [],
+        id="B3-existing-pods-sandboxes-kept",
+    ),
+    pytest.param(
+        B4_SANDBOXES, [], set(), set(), False, ["foo1_new_1234_0"], id="B4-older-exited-sandbox-gcd"
+    ),
+    pytest.param(
+        B4_SANDBOXES,
+        [("foo1", "bar1", 0)],
+        set(),
+        set(),
+        False,
+        [],
+        id="B5-older-sandbox-with-containers-kept",
+    ),
+    pytest.param(
+        [("foo1", 0, READY, 0), ("foo2", 0, NOTREADY, 0)],
+        [],
+        set(),
+        {"1234", "5678"},
+        True,
+        ["foo2_new_5678_0"],
+        id="B6-evict-terminating-pods",
+    ),
+    pytest.param(
+        [("foo1", 0, NOTREADY, 0)],
+        [("foo1", "bar1", 0)],
+        set(),
+        set(),
+        False,
+        [],
+        id="B7-sandbox-with-containers-kept",
+    ),
+    pytest.param(
+        [
+            ("foo1", 1, READY, 1),
+            ("foo1", 0, NOTREADY, 0),
+            ("foo2", 1, NOTREADY, 1),
+            ("foo2", 0, NOTREADY, 0),
+            ("deleted", 0, NOTREADY, 0),
+        ],
+        [("foo2", "bar3", 1)],
+        {"9012"},
+        {"9012"},
+        False,
         ["foo1_new_1234_0", "foo2_new_5678_0", "deleted_new_9012_0"],
         id="B8-multiple-sandboxes",
     ),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("sbs", "cs", "deleted", "terminated", "evict", "removed"), CASES)
