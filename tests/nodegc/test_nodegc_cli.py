@@ -151,3 +151,28 @@ def test_once_against_containerd(containerd, capsys):
         run_in_fresh_loop(check)
     finally:
         run_in_fresh_loop(containerd.remove_everything)
+
+
+def test_image_records_file_round_trip(tmp_path):
+    from ownergc._cli_node import load_image_records, save_image_records
+    from ownergc.nodegc import ZERO_TIME, ImageRecord
+
+    path = str(tmp_path / "records.json")
+    assert load_image_records(path) == {}
+    records = {"sha256:a": ImageRecord(5, ZERO_TIME, 10, True, "sha256:a", "")}
+    save_image_records(path, records)
+    assert load_image_records(path) == records
+
+
+def test_importing_ownergc_never_imports_grpc():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, ownergc, ownergc.nodegc, ownergc.protocols, ownergc._cli_node, "
+        "ownergc.controller.nodegc; "
+        "bad = [m for m in ('grpc', 'cri_api', 'kubernetes') if m in sys.modules]; "
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
