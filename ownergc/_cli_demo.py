@@ -63,6 +63,7 @@ def _label(obj: dict[str, Any]) -> str:
 
 async def _demo(policies: tuple[str, ...], pods: int, workers: int, out: TextIO) -> int:
     from ownergc.controller import GarbageCollector
+    from ownergc.protocols import PropagationPolicy
     from ownergc_backends.memory import InMemoryStore
 
     store = InMemoryStore()
@@ -127,7 +128,7 @@ async def _demo(policies: tuple[str, ...], pods: int, workers: int, out: TextIO)
                 store.resource_for("apps/v1", "Deployment"),
                 name,
                 namespace="default",
-                propagation_policy=policy.capitalize(),  # type: ignore[arg-type]
+                propagation_policy=PropagationPolicy(policy.capitalize()),
             )
             await gc.wait_idle()
             left = [

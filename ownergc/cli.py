@@ -8,6 +8,7 @@ own; backends are imported only when a subcommand needs them, so ``ownergc
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import sys
 from collections.abc import Sequence
@@ -15,6 +16,12 @@ from collections.abc import Sequence
 from ownergc import __version__
 
 __all__ = ["build_parser", "main"]
+
+#: (module, function adding its subparser): each subcommand lives in its own module.
+_SUBCOMMANDS: tuple[tuple[str, str], ...] = (
+    ("ownergc._cli_demo", "add_parser"),
+    ("ownergc._cli_node", "add_node_parser"),
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,15 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
-    from ownergc import _cli_demo
-
-    _cli_demo.add_parser(sub)
-    try:
-        from ownergc import _cli_node
-    except ImportError:  # pragma: no cover - node GC module not present
-        pass
-    else:
-        _cli_node.add_node_parser(sub)
+    for module_name, hook in _SUBCOMMANDS:
+        module = importlib.import_module(module_name)
+        getattr(module, hook)(sub)
     return parser
 
 

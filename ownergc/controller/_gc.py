@@ -51,6 +51,7 @@ from ownergc._refs import ObjectReference, metadata_of, owner_references_of
 from ownergc.controller._queue import WorkQueue
 from ownergc.errors import (
     Conflict,
+    Invalid,
     InvalidObject,
     NotFound,
     ResourceExpired,
@@ -81,6 +82,10 @@ class _VirtualDeleteEnqueued(Exception):
     """The item turned out absent; the graph builder takes it from here (no requeue)."""
 
 
+class _StaleCache(Exception):
+    """A precondition built from the watch cache failed: redo the decision from live reads."""
+
+
 class _NamespacedOwnerOfClusterScoped(Exception):
     """A cluster-scoped item names a namespaced owner kind (never collected, no requeue)."""
 
@@ -96,6 +101,8 @@ class GCMetrics:
     resources_sync_errors: int = 0
     events_processed: int = 0
     invalid_namespace_events: int = 0
+    cache_decisions: int = 0
+    cache_fallbacks: int = 0
 
     def count_deletion(self, policy: str) -> None:
         self.deletions[policy] = self.deletions.get(policy, 0) + 1
@@ -156,6 +163,7 @@ class GarbageCollector:
         record_events: bool = True,
         watch_timeout: float | None = 300.0,
         orphan_concurrency: int = 50,
+        use_cache: bool = True,
         logger: logging.Logger | None = None,
         on_action: Callable[[str, Mapping[str, Any]], None] | None = None,
     ) -> None:
@@ -172,6 +180,7 @@ class GarbageCollector:
         self.record_events = record_events
         self.watch_timeout = watch_timeout
         self.orphan_concurrency = orphan_concurrency
+        self.use_cache = use_cache
         self.log = logger or log
         self.on_action = on_action
         self.builder = GraphBuilder(absent_owner_cache_size)
@@ -542,6 +551,14 @@ class GarbageCollector:
         resource = self._mapper.resource_for(ident.api_version, ident.kind)
         if resource.namespaced and ident.namespace is None:
             raise _NamespacedOwnerOfClusterScoped(str(ident))
+        if self.use_cache and not node.virtual and node.resource_version is not None:
+            try:
+                await self._attempt_to_delete_cached(node)
+            except _StaleCache:
+                self.metrics.cache_fallbacks += 1
+            else:
+                self.metrics.cache_decisions += 1
+                return
         latest = await self._get_or_none(resource, ident)
         decision = decide_attempt_to_delete(node, latest)
         if isinstance(decision, NeedOwners):
@@ -550,6 +567,26 @@ class GarbageCollector:
             decision = decide_attempt_to_delete(node, latest, owners)
             assert isinstance(decision, Plan)
         await self._execute(decision, node)
+
+    async def _attempt_to_delete_cached(self, node: Node) -> None:
+        """Decide from what the watch cache knows; writes carry uid + resourceVersion.
+
+        Upstream reads the item live before every decision (two requests per
+        collected object). The graph already holds the item's last observed
+        refs, finalizers and resourceVersion, and owners it has observed. A
+        write guarded by that resourceVersion only succeeds if the item is
+        exactly as classified, so the decision is as safe as a live read; on
+        a failed precondition the caller redoes it from live reads. Owners
+        the graph has not observed are still looked up live: absence is never
+        inferred from the cache.
+        """
+        latest = _node_as_object(node)
+        decision = decide_attempt_to_delete(node, latest)
+        if isinstance(decision, NeedOwners):
+            owners = await self._lookup_owners(node.identity, decision, from_graph=True)
+            decision = decide_attempt_to_delete(node, latest, owners)
+            assert isinstance(decision, Plan)
+        await self._execute(decision, node, cached=True)
 
     async def _get_or_none(
         self, resource: APIResource, ident: ObjectReference
@@ -565,10 +602,11 @@ class GarbageCollector:
             return None
 
     async def _lookup_owners(
-        self, item: ObjectReference, need: NeedOwners
+        self, item: ObjectReference, need: NeedOwners, *, from_graph: bool = False
     ) -> dict[str, Mapping[str, Any] | None]:
         owners: dict[str, Mapping[str, Any] | None] = {}
         cache = self.builder.absent_owner_cache
+        graph = self.builder.uid_to_node
         for ref in need.refs:
             resource = self._mapper.resource_for(ref.api_version, ref.kind)
             lookup = plan_owner_lookup(ref, item, resource.namespaced, cache)
@@ -582,6 +620,17 @@ class GarbageCollector:
             if lookup.dangling:
                 owners[ref.uid] = None
                 continue
+            if from_graph:
+                known = graph.get(ref.uid)
+                if (
+                    known is not None
+                    and not known.virtual
+                    and known.resource_version is not None
+                    and known.identity.coordinates == ref.coordinates
+                    and known.identity.namespace == lookup.namespace
+                ):
+                    owners[ref.uid] = _node_as_object(known)
+                    continue
             try:
                 owner = await self.store.get(
                     resource, ref.name, namespace=lookup.namespace, metadata_only=True
@@ -597,7 +646,7 @@ class GarbageCollector:
                 owners[ref.uid] = owner
         return owners
 
-    async def _execute(self, plan: Plan, node: Node) -> None:
+    async def _execute(self, plan: Plan, node: Node, *, cached: bool = False) -> None:
         for step in plan.steps:
             if isinstance(step, Done):
                 self.log.debug("%s: %s", node.identity, step.reason)
@@ -608,9 +657,14 @@ class GarbageCollector:
                 for dep in step.nodes:
                     self.attempt_to_delete.add(dep)
             elif isinstance(step, Patch):
-                await self._patch(step)
+                try:
+                    await self._patch(step)
+                except (Conflict, Invalid, NotFound) as exc:
+                    if cached:
+                        raise _StaleCache(str(exc)) from exc
+                    raise
             elif isinstance(step, Delete):
-                await self._delete(step, node)
+                await self._delete(step, node, cached=cached)
             elif isinstance(step, RemoveFinalizer):
                 await self._remove_finalizer(step)
 
@@ -647,7 +701,7 @@ class GarbageCollector:
             return
         self.metrics.patches += 1
 
-    async def _delete(self, step: Delete, node: Node) -> None:
+    async def _delete(self, step: Delete, node: Node, *, cached: bool = False) -> None:
         ident = step.target
         resource = self._mapper.resource_for(ident.api_version, ident.kind)
         ns = ident.namespace if resource.namespaced else None
@@ -667,10 +721,14 @@ class GarbageCollector:
                     propagation_policy=step.policy,
                     preconditions=preconditions,
                 )
-            except NotFound:
+            except NotFound as exc:
+                if cached:
+                    raise _StaleCache(str(exc)) from exc
                 self._enqueue_change(_GraphChange("virtual_delete", ident, None))
                 raise _VirtualDeleteEnqueued(str(ident)) from None
-            except Conflict:
+            except Conflict as exc:
+                if cached:
+                    raise _StaleCache(str(exc)) from exc
                 if preconditions.resource_version is None:
                     raise
                 # Only the resourceVersion moved? Re-read: if the owners are
@@ -773,6 +831,25 @@ class _GraphChange:
         self.kind = kind
         self.payload = payload
         self.resource = resource
+
+
+def _node_as_object(node: Node) -> dict[str, Any]:
+    """The metadata the graph last observed for ``node``, shaped like a live read."""
+    ident = node.identity
+    meta: dict[str, Any] = {
+        "name": ident.name,
+        "uid": ident.uid,
+        "resourceVersion": node.resource_version,
+    }
+    if ident.namespace:
+        meta["namespace"] = ident.namespace
+    if node.owners:
+        meta["ownerReferences"] = [ref.to_dict() for ref in node.owners]
+    if node.finalizers:
+        meta["finalizers"] = list(node.finalizers)
+    if node.being_deleted:
+        meta["deletionTimestamp"] = "observed"
+    return {"apiVersion": ident.api_version, "kind": ident.kind, "metadata": meta}
 
 
 def _tombstone(ident: ObjectReference) -> dict[str, Any]:
