@@ -51,7 +51,8 @@ class FieldError:
             "FieldValueDuplicate": "Duplicate value",
         }.get(self.reason, self.reason)
         if self.reason == "FieldValueInvalid":
-            return f"{self.field}: {label}: {self.value!r}: {self.detail}"
+            shown = f'"{self.value}"' if isinstance(self.value, str) else repr(self.value)
+            return f"{self.field}: {label}: {shown}: {self.detail}"
         return f"{self.field}: {label}: {self.detail}"
 
     def cause(self) -> dict[str, str]:

@@ -27,7 +27,7 @@ import secrets
 import threading
 import uuid
 from collections import Counter, deque
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -1254,7 +1254,7 @@ class InMemoryStore:
         namespace: str | None = None,
         metadata_only: bool = True,
         timeout_seconds: float | None = None,
-    ) -> AsyncIterator[WatchEvent]:
+    ) -> AsyncGenerator[WatchEvent, None]:
         """Changes after ``resource_version``, in rv order, as an async generator.
 
         ``"0"`` or ``""`` first sends an ADDED event for every current object
@@ -1308,7 +1308,7 @@ class InMemoryStore:
             return _WatchStart(storage, ns, [], log.seq_after(since))
 
     @staticmethod
-    async def _failed_watch(error: APIError) -> AsyncIterator[WatchEvent]:
+    async def _failed_watch(error: APIError) -> AsyncGenerator[WatchEvent, None]:
         await anyio.lowlevel.checkpoint()
         raise error
         yield  # pragma: no cover - makes this an async generator
@@ -1319,7 +1319,7 @@ class InMemoryStore:
         start: _WatchStart,
         metadata_only: bool,
         timeout_seconds: float | None,
-    ) -> AsyncIterator[WatchEvent]:
+    ) -> AsyncGenerator[WatchEvent, None]:
         await anyio.lowlevel.checkpoint()
         deadline = None if timeout_seconds is None else anyio.current_time() + timeout_seconds
         key = (resource.group, resource.version, resource.resource)

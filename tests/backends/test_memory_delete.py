@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import aclosing
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -470,7 +471,8 @@ async def test_removing_last_finalizer_removes_deleting_object(
     assert "finalizers" not in out["metadata"]
     assert int(out["metadata"]["resourceVersion"]) > int(rv)
     assert not store.exists("v1", "ConfigMap", "obj", "default")
-    event = await events.__anext__()
+    async with aclosing(events):
+        event = await events.__anext__()
     assert event.type == "DELETED"
     assert event.object["metadata"]["resourceVersion"] == out["metadata"]["resourceVersion"]
 

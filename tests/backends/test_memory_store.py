@@ -554,6 +554,7 @@ async def test_fail_next_injects_errors(store: InMemoryStore) -> None:
     stream = store.watch(cm(store), resource_version="0")
     with pytest.raises(Conflict):
         await stream.__anext__()
+    await stream.aclose()
 
 
 async def test_sync_helpers(store: InMemoryStore) -> None:

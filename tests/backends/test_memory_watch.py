@@ -57,7 +57,7 @@ async def test_watch_from_list_rv_sees_every_change_in_order(store: InMemoryStor
         patch_type=PatchType.MERGE,
         namespace="default",
     )
-    events = await take(stream, 4)
+    events = await take_and_close(stream, 4)
     assert [e.type for e in events] == ["ADDED", "MODIFIED", "MODIFIED", "DELETED"]
     rvs = [int(e.object["metadata"]["resourceVersion"]) for e in events]
     assert rvs == sorted(rvs) and len(set(rvs)) == 4
@@ -75,14 +75,16 @@ async def test_watch_from_list_rv_sees_every_change_in_order(store: InMemoryStor
 async def test_watch_from_an_intermediate_rv(store: InMemoryStore) -> None:
     created = [await store.create(cm(store), body(f"o{i}")) for i in range(5)]
     since = created[1]["metadata"]["resourceVersion"]
-    events = await take(store.watch(cm(store), resource_version=since), 3)
+    events = await take_and_close(store.watch(cm(store), resource_version=since), 3)
     assert [e.object["metadata"]["name"] for e in events] == ["o2", "o3", "o4"]
 
 
 async def test_watch_full_objects(store: InMemoryStore) -> None:
     rv = store.resource_version
     await store.create(cm(store), body("full"))
-    [event] = await take(store.watch(cm(store), resource_version=rv, metadata_only=False), 1)
+    [event] = await take_and_close(
+        store.watch(cm(store), resource_version=rv, metadata_only=False), 1
+    )
     assert event.object["apiVersion"] == "v1" and event.object["kind"] == "ConfigMap"
     assert event.object["data"] == {"k": "full"}
 
@@ -93,9 +95,11 @@ async def test_watch_filters_by_namespace_and_resource(store: InMemoryStore) -> 
     await store.create(cm(store), body("x", "other"))
     await store.create(store.resource_for("v1", "Secret"), body("s"))
     await store.create(cm(store), body("y", "default"))
-    [event] = await take(store.watch(cm(store), resource_version=rv, namespace="default"), 1)
+    [event] = await take_and_close(
+        store.watch(cm(store), resource_version=rv, namespace="default"), 1
+    )
     assert event.object["metadata"]["name"] == "y"
-    both = await take(store.watch(cm(store), resource_version=rv), 2)
+    both = await take_and_close(store.watch(cm(store), resource_version=rv), 2)
     assert [e.object["metadata"]["name"] for e in both] == ["x", "y"]
 
 
@@ -109,7 +113,7 @@ async def test_watch_from_zero_starts_with_the_current_state(store: InMemoryStor
         ("ADDED", "b"),
     ]
     await store.delete(cm(store), "a", namespace="default")
-    [gone] = await take(stream, 1)
+    [gone] = await take_and_close(stream, 1)
     assert gone.type == "DELETED" and gone.object["metadata"]["name"] == "a"
 
 
@@ -120,10 +124,12 @@ async def test_resource_expired_for_a_version_older_than_the_window(clock) -> No
     for i in range(1, 5):
         await store.create(resource, body(f"o{i}"))
     with pytest.raises(ResourceExpired) as info:
-        await take(store.watch(resource, resource_version=first["metadata"]["resourceVersion"]), 1)
+        await take_and_close(
+            store.watch(resource, resource_version=first["metadata"]["resourceVersion"]), 1
+        )
     assert info.value.status == 410
     listed = await store.list(resource)
-    events = await take(
+    events = await take_and_close(
         store.watch(resource, resource_version=str(int(listed.resource_version) - 3)), 3
     )
     assert [e.object["metadata"]["name"] for e in events] == ["o2", "o3", "o4"]
@@ -132,7 +138,7 @@ async def test_resource_expired_for_a_version_older_than_the_window(clock) -> No
     assert await store.list(secrets) is not None
     stream = store.watch(secrets, resource_version="1")
     await store.create(secrets, body("s"))
-    [event] = await take(stream, 1)
+    [event] = await take_and_close(stream, 1)
     assert event.object["metadata"]["name"] == "s"
 
 
@@ -156,7 +162,9 @@ async def test_event_window_compaction_keeps_sequence_right(clock) -> None:
         await store.create(resource, body(f"o{i:04d}"))
     listed = await store.list(resource)
     since = int(listed.resource_version) - 1000
-    events = await take(store.watch(resource, resource_version=str(since)), 1000, timeout=10)
+    events = await take_and_close(
+        store.watch(resource, resource_version=str(since)), 1000, timeout=10
+    )
     assert [e.object["metadata"]["name"] for e in events] == [
         f"o{i:04d}" for i in range(3000, 4000)
     ]
@@ -165,12 +173,12 @@ async def test_event_window_compaction_keeps_sequence_right(clock) -> None:
 async def test_watch_from_a_future_version_times_out(store: InMemoryStore) -> None:
     future = str(int(store.resource_version) + 10)
     with pytest.raises(ServerTimeout):
-        await take(store.watch(cm(store), resource_version=future), 1)
+        await take_and_close(store.watch(cm(store), resource_version=future), 1)
 
 
 async def test_watch_rejects_a_malformed_version(store: InMemoryStore) -> None:
     with pytest.raises(BadRequest):
-        await take(store.watch(cm(store), resource_version="abc"), 1)
+        await take_and_close(store.watch(cm(store), resource_version="abc"), 1)
 
 
 async def test_timeout_seconds_ends_the_stream(store: InMemoryStore) -> None:
@@ -231,7 +239,7 @@ async def test_unregistering_a_resource_ends_its_watches(store: InMemoryStore) -
         events = [e async for e in stream]
     assert [(e.type, e.object["metadata"]["name"]) for e in events] == [("DELETED", "w1")]
     with pytest.raises(NotFound):
-        await take(store.watch(widgets, resource_version="0"), 1)
+        await take_and_close(store.watch(widgets, resource_version="0"), 1)
 
 
 async def test_many_concurrent_writers_lose_nothing(store: InMemoryStore) -> None:
@@ -243,10 +251,11 @@ async def test_many_concurrent_writers_lose_nothing(store: InMemoryStore) -> Non
     expected = writers * per_writer * 2  # each writer creates then patches
 
     async def watcher() -> None:
-        async for event in stream:
-            received.append(event)
-            if len(received) == expected:
-                return
+        async with aclosing(stream):
+            async for event in stream:
+                received.append(event)
+                if len(received) == expected:
+                    return
 
     async def writer(w: int) -> None:
         for i in range(per_writer):
