@@ -1154,6 +1154,13 @@ class InMemoryStore:
         preconditions: Preconditions | None,
         wake: list[anyio.Event],
     ) -> JSONDict | None:
+        # NamespaceLifecycle admission runs before the registry looks at the object.
+        is_namespace = storage.spec.group == "" and storage.spec.resource == "namespaces"
+        if is_namespace and name in IMMORTAL_NAMESPACES:
+            raise Forbidden(
+                f'namespaces "{name}" is forbidden: this namespace may not be deleted',
+                reason="Forbidden",
+            )
         existing = storage.lookup(namespace, name)
         if existing is None:
             raise self._not_found(storage, name)
@@ -1178,15 +1185,6 @@ class InMemoryStore:
                     f"does not match the ResourceVersion in record ({meta['resourceVersion']}). "
                     "The object might have been modified",
                 )
-        if (
-            storage.spec.group == ""
-            and storage.spec.resource == "namespaces"
-            and (name in IMMORTAL_NAMESPACES)
-        ):
-            raise Forbidden(
-                f'namespaces "{name}" is forbidden: this namespace may not be deleted',
-                reason="Forbidden",
-            )
         current = meta.get("finalizers", [])
         changed, finalizers = deletion_finalizers_for_garbage_collection(
             current, storage.spec.gc_policy(version), policy, orphan_dependents
