@@ -4,9 +4,11 @@ Rule 1 — one node per UID. Owners are found by the UID in an ownerReference;
 the other coordinates (apiVersion, kind, name) and the namespace are checked
 separately, because a reference may carry the right UID and wrong coordinates.
 
-Rule 2 — a node's ``owners`` is the object's ownerReferences exactly as last
-observed; ``dependents`` is the set of nodes whose owners name this UID. Both
-directions are kept consistent after every event (``check_invariants``).
+Rule 2 — a node's ``owners`` is the object's ownerReferences as last
+observed (an update that only reorders them or drops a same-valued duplicate
+keeps the stored list, as Kubernetes does); ``dependents`` is the set of
+nodes whose owners name this UID. Both directions are kept consistent after
+every event (``check_invariants``).
 
 Rule 3 — an owner that is referenced but not yet observed gets a *virtual*
 node carrying the coordinates of the first reference and the namespace of
@@ -226,6 +228,10 @@ def references_diffs(
         elif prev != ref:
             changed.append((prev, ref))
     return ReferencesDiff(added, list(unmatched.values()), changed)
+
+
+def _has_duplicate_uid(refs: tuple[OwnerReference, ...]) -> bool:
+    return len({ref.uid for ref in refs}) != len(refs)
 
 
 def _state_of(obj: Mapping[str, Any] | None) -> tuple[bool, Any] | None:
@@ -507,7 +513,8 @@ class GraphBuilder:
             if owners:
                 self._add_dependent_to_owners(node, owners)
         else:
-            if node.owners != owners:
+            if node.owners != owners or (len(owners) > 1 and _has_duplicate_uid(owners)):
+                # (referencesDiffs reports a repeated uid as added even in an unchanged list)
                 diff = references_diffs(node.owners, owners)
                 if diff:
                     self._add_unblocked_owners_to_delete_queue(diff.removed, diff.changed)
@@ -518,8 +525,8 @@ class GraphBuilder:
                         owner = graph.get(ref.uid)
                         if owner is not None:
                             owner.remove_dependent(node)
-                else:
-                    node.owners = owners
+                # else: only the order or a duplicate changed; Kubernetes keeps the stored
+                # list then (the unblock JSON merge patch writes that list back).
             if being_deleted:
                 node.being_deleted = True
             node.resource_version = rv

@@ -272,6 +272,38 @@ def test_update_keeps_node_object_and_replaces_owners():
     assert graph_shape(b)["O1"] == ([], {"N"})
 
 
+def test_reorder_only_update_keeps_stored_owner_list():
+    """Item 18: owners are replaced only when referencesDiffs reports a change."""
+    b = GraphBuilder()
+    upsert(b, "A")
+    upsert(b, "B")
+    node = upsert(b, "N", [ref("A", block=True), ref("B")])
+    b.drain()
+    upsert(b, "N", [ref("B"), ref("A", block=True)], rv="2")
+    assert node.owners == (ref("A", block=True), ref("B"))
+    upsert(b, "N", [ref("B"), ref("A", block=True), ref("A", block=True)], rv="3")
+    assert node.owners == (ref("B"), ref("A", block=True), ref("A", block=True)), "dup is added"
+    upsert(b, "N", [ref("B"), ref("A", block=True)], rv="4")
+    assert len(node.owners) == 3, "dropping a same-valued duplicate is no change"
+    assert b.attempt_to_delete == []
+
+
+def test_unchanged_list_with_duplicate_uid_is_re_added_each_update():
+    """referencesDiffs reports the second entry of a repeated uid as added, so every update
+    re-runs addDependentToOwners for it (and re-flags a mismatched duplicate)."""
+    b = GraphBuilder()
+    upsert(b, "O", name="real")
+    refs = [ref("O", "real"), ref("O", "alias")]
+    node = upsert(b, "D", refs)
+    assert b.drain()[0] == [node]
+    upsert(b, "D", refs, rv="2")
+    assert b.attempt_to_delete == [node]
+    b.drain()
+    upsert(b, "D", [ref("O", "real")], rv="3")
+    upsert(b, "D", [ref("O", "real")], rv="4")
+    assert b.attempt_to_delete == []
+
+
 # -- item 7: virtual nodes ---------------------------------------------------------------
 
 
