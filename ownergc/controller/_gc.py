@@ -47,7 +47,7 @@ from ownergc._decisions import (
     remove_finalizer_patch,
 )
 from ownergc._graph import GraphBuilder, InvalidNamespaceEvent, Node, UIDToNode
-from ownergc._refs import ObjectReference, metadata_of, owner_references_of
+from ownergc._refs import ObjectReference, OwnerReference, metadata_of, owner_references_of
 from ownergc.controller._queue import WorkQueue
 from ownergc.errors import (
     Conflict,
@@ -208,6 +208,10 @@ class GarbageCollector:
     @property
     def queues(self) -> tuple[WorkQueue[Any], ...]:
         return (self._graph_changes, self.attempt_to_delete, self.attempt_to_orphan)
+
+    def monitored_resources(self) -> list[APIResource]:
+        """The resources this collector currently watches."""
+        return sorted(self._monitors, key=str)
 
     def is_synced(self) -> bool:
         return bool(self._monitors) and all(m.synced for m in self._monitors.values())
@@ -603,22 +607,33 @@ class GarbageCollector:
 
     async def _lookup_owners(
         self, item: ObjectReference, need: NeedOwners, *, from_graph: bool = False
-    ) -> dict[str, Mapping[str, Any] | None]:
-        owners: dict[str, Mapping[str, Any] | None] = {}
+    ) -> dict[OwnerReference, Mapping[str, Any] | None]:
+        """isDangling for each ref: the owner's latest state, or None when absent.
+
+        Keyed by ref (not uid): two refs with one uid but other coordinates
+        are two lookups. The absent-owner cache is consulted before REST
+        mapping, as upstream does, so a cached absence needs no mapping.
+        """
+        owners: dict[OwnerReference, Mapping[str, Any] | None] = {}
         cache = self.builder.absent_owner_cache
         graph = self.builder.uid_to_node
+        mapper = self._mapper
         for ref in need.refs:
-            resource = self._mapper.resource_for(ref.api_version, ref.kind)
-            lookup = plan_owner_lookup(ref, item, resource.namespaced, cache)
+            resolved: list[APIResource] = []
+
+            def namespaced(ref: OwnerReference = ref, out: list[APIResource] = resolved) -> bool:
+                res = mapper.resource_for(ref.api_version, ref.kind)
+                out.append(res)
+                return res.namespaced
+
+            lookup = plan_owner_lookup(ref, item, namespaced, cache)
             if isinstance(lookup, NamespacedOwnerOfClusterScopedObject):
                 self.log.info(
-                    "cluster-scoped %s has a namespaced owner %s; never collected",
-                    item,
-                    ref,
+                    "cluster-scoped %s has a namespaced owner %s; never collected", item, ref
                 )
                 raise _NamespacedOwnerOfClusterScoped(str(item))
             if lookup.dangling:
-                owners[ref.uid] = None
+                owners[ref] = None
                 continue
             if from_graph:
                 known = graph.get(ref.uid)
@@ -629,21 +644,22 @@ class GarbageCollector:
                     and known.identity.coordinates == ref.coordinates
                     and known.identity.namespace == lookup.namespace
                 ):
-                    owners[ref.uid] = _node_as_object(known)
+                    owners[ref] = _node_as_object(known)
                     continue
+            resource = resolved[0] if resolved else mapper.resource_for(ref.api_version, ref.kind)
             try:
                 owner = await self.store.get(
                     resource, ref.name, namespace=lookup.namespace, metadata_only=True
                 )
             except NotFound:
                 cache.add(lookup.cache_key)
-                owners[ref.uid] = None
+                owners[ref] = None
                 continue
             if metadata_of(owner).get("uid") != ref.uid:
                 cache.add(lookup.cache_key)
-                owners[ref.uid] = None
+                owners[ref] = None
             else:
-                owners[ref.uid] = owner
+                owners[ref] = owner
         return owners
 
     async def _execute(self, plan: Plan, node: Node, *, cached: bool = False) -> None:

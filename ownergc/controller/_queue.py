@@ -21,7 +21,13 @@ from typing import Generic, TypeVar
 
 import anyio
 
-__all__ = ["BucketRateLimiter", "ItemExponentialRateLimiter", "QueueMetrics", "WorkQueue"]
+__all__ = [
+    "BucketRateLimiter",
+    "Histogram",
+    "ItemExponentialRateLimiter",
+    "QueueMetrics",
+    "WorkQueue",
+]
 
 T = TypeVar("T", bound=Hashable)
 
@@ -75,6 +81,36 @@ class BucketRateLimiter:
         return -self._tokens / self.qps
 
 
+#: client-go's workqueue histogram buckets: 10ns .. 10s, factor 10.
+DURATION_BUCKETS: tuple[float, ...] = tuple(1e-8 * 10**i for i in range(10))
+
+
+@dataclass
+class Histogram:
+    """A cumulative-bucket histogram as Prometheus renders it."""
+
+    buckets: tuple[float, ...] = DURATION_BUCKETS
+    counts: list[int] = field(default_factory=lambda: [0] * len(DURATION_BUCKETS))
+    sum: float = 0.0
+    count: int = 0
+
+    def observe(self, value: float) -> None:
+        self.sum += value
+        self.count += 1
+        for i, bound in enumerate(self.buckets):
+            if value <= bound:
+                self.counts[i] += 1
+                break
+
+    def cumulative(self) -> list[tuple[float, int]]:
+        out = []
+        running = 0
+        for bound, n in zip(self.buckets, self.counts, strict=True):
+            running += n
+            out.append((bound, running))
+        return out
+
+
 @dataclass
 class QueueMetrics:
     """client-go workqueue metrics for one queue (label ``name``)."""
@@ -83,14 +119,8 @@ class QueueMetrics:
     adds_total: int = 0
     retries_total: int = 0
     depth: int = 0
-    queue_duration_seconds: list[float] = field(default_factory=list)
-    work_duration_seconds: list[float] = field(default_factory=list)
-
-    def observe(self, series: list[float], value: float) -> None:
-        # Bounded reservoir: keep the last 1024 observations for summaries.
-        series.append(value)
-        if len(series) > 2048:
-            del series[:1024]
+    queue_duration: Histogram = field(default_factory=Histogram)
+    work_duration: Histogram = field(default_factory=Histogram)
 
 
 class WorkQueue(Generic[T]):
@@ -109,6 +139,7 @@ class WorkQueue(Generic[T]):
         self._dirty: set[T] = set()
         self._processing: set[T] = set()
         self._added_at: dict[T, float] = {}
+        self._started_at: dict[T, float] = {}
         self._item_limiter: ItemExponentialRateLimiter[T] = (
             item_limiter or ItemExponentialRateLimiter()
         )
@@ -165,9 +196,11 @@ class WorkQueue(Generic[T]):
         self.metrics.depth = len(self._queue)
         self._processing.add(item)
         self._dirty.discard(item)
+        now = anyio.current_time()
         added = self._added_at.pop(item, None)
         if added is not None:
-            self.metrics.observe(self.metrics.queue_duration_seconds, anyio.current_time() - added)
+            self.metrics.queue_duration.observe(now - added)
+        self._started_at[item] = now
         if self._queue:
             # More work: keep other workers awake.
             self._wake()
@@ -175,6 +208,9 @@ class WorkQueue(Generic[T]):
 
     def done(self, item: T) -> None:
         self._processing.discard(item)
+        started = self._started_at.pop(item, None)
+        if started is not None:
+            self.metrics.work_duration.observe(anyio.current_time() - started)
         if item in self._dirty:
             self._queue.append(item)
             self._added_at.setdefault(item, anyio.current_time())
@@ -210,6 +246,14 @@ class WorkQueue(Generic[T]):
     @property
     def delayed(self) -> int:
         return len(self._waiting)
+
+    def unfinished_work(self) -> tuple[float, float]:
+        """(total seconds in flight, longest single item in flight), as client-go reports."""
+        if not self._started_at:
+            return 0.0, 0.0
+        now = anyio.current_time()
+        ages = [now - t for t in self._started_at.values()]
+        return sum(ages), max(ages)
 
     def next_delayed_due(self) -> float | None:
         return self._waiting[0][0] if self._waiting else None
