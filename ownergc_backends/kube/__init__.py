@@ -1,0 +1,30 @@
+"""The kube backend: :class:`KubeStore`, an ObjectStore over a real apiserver.
+
+Needs the ``kube`` extra (``pip install 'ownergc[kube]'``): this is the only
+ownergc module that imports the ``kubernetes`` client (``kubernetes.aio``).
+"""
+
+from __future__ import annotations
+
+from ownergc_backends.kube._config import in_cluster, kubeconfig_paths
+from ownergc_backends.kube._errors import KubeConfigError
+from ownergc_backends.kube._ratelimit import TokenBucket
+from ownergc_backends.kube._store import (
+    DEFAULT_BURST,
+    DEFAULT_QPS,
+    LIST_ACCEPT,
+    OBJECT_ACCEPT,
+    KubeStore,
+)
+
+__all__ = [
+    "DEFAULT_BURST",
+    "DEFAULT_QPS",
+    "LIST_ACCEPT",
+    "OBJECT_ACCEPT",
+    "KubeConfigError",
+    "KubeStore",
+    "TokenBucket",
+    "in_cluster",
+    "kubeconfig_paths",
+]

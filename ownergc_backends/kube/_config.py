@@ -1,0 +1,114 @@
+"""Find and load cluster configuration the way kubectl and client-go do.
+
+Order: an explicit kubeconfig path (or list of paths), then ``KUBECONFIG``
+(a ``os.pathsep``-separated list, merged), then ``~/.kube/config``, then the
+in-cluster ServiceAccount. Every failure becomes a :class:`KubeConfigError`
+that says how to point ownergc at a cluster, never a bare traceback from the
+client library.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ownergc_backends.kube._errors import HOW_TO_CONNECT, KubeConfigError
+
+__all__ = ["in_cluster", "kubeconfig_paths", "load_configuration"]
+
+PathLike = str | os.PathLike[str]
+
+_SA_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+
+
+def kubeconfig_paths(path: PathLike | Sequence[PathLike] | None = None) -> list[str]:
+    """Candidate kubeconfig files, in kubectl's precedence (existence not checked)."""
+    if path is not None:
+        if isinstance(path, (str, os.PathLike)):
+            raw = [os.fspath(path)]
+            # An explicit string may itself be a KUBECONFIG-style list.
+            if isinstance(path, str) and os.pathsep in path:
+                raw = path.split(os.pathsep)
+        else:
+            raw = [os.fspath(p) for p in path]
+    else:
+        env = os.environ.get("KUBECONFIG", "")
+        raw = env.split(os.pathsep) if env else [str(Path("~/.kube/config"))]
+    return [os.path.expanduser(p) for p in raw if p]
+
+
+def in_cluster() -> bool:
+    """True inside a pod with a mounted ServiceAccount (client-go's test)."""
+    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and (_SA_DIR / "token").is_file()
+
+
+def _kube_config() -> Any:
+    """``kubernetes.aio.config`` (untyped: kept behind ``Any`` for mypy --strict)."""
+    return importlib.import_module("kubernetes.aio.config")
+
+
+async def _from_files(paths: list[str], context: str | None, configuration: Any) -> None:
+    load_kube_config = _kube_config().load_kube_config
+
+    existing = [p for p in paths if os.path.isfile(p)]
+    if not existing:
+        raise KubeConfigError(
+            f"no kubeconfig found (looked at {', '.join(paths)}). {HOW_TO_CONNECT}"
+        )
+    # The client merges a KUBECONFIG-style joined list; pass only files that exist.
+    await load_kube_config(
+        config_file=os.pathsep.join(existing),
+        context=context,
+        client_configuration=configuration,
+        persist_config=False,
+    )
+
+
+async def load_configuration(
+    *,
+    path: PathLike | Sequence[PathLike] | None = None,
+    context: str | None = None,
+    config_dict: Mapping[str, Any] | None = None,
+    allow_in_cluster: bool = True,
+) -> Any:
+    """A ``kubernetes.aio.client.Configuration`` for the chosen cluster."""
+    from kubernetes.aio.client import Configuration
+    from kubernetes.aio.config import ConfigException
+
+    kconfig = _kube_config()
+    configuration = Configuration()
+    try:
+        if config_dict is not None:
+            await kconfig.load_kube_config_from_dict(
+                config_dict=dict(config_dict), context=context, client_configuration=configuration
+            )
+            return configuration
+        paths = kubeconfig_paths(path)
+        explicit = path is not None or bool(os.environ.get("KUBECONFIG"))
+        if explicit or any(os.path.isfile(p) for p in paths) or not allow_in_cluster:
+            await _from_files(paths, context, configuration)
+            return configuration
+        if not in_cluster():
+            raise KubeConfigError(
+                f"no kubeconfig found (looked at {', '.join(paths)}) and not running inside "
+                f"a cluster (KUBERNETES_SERVICE_HOST unset or no ServiceAccount token). "
+                f"{HOW_TO_CONNECT}"
+            )
+        if context is not None:
+            raise KubeConfigError(
+                f"--context {context!r} needs a kubeconfig, but none was found. {HOW_TO_CONNECT}"
+            )
+        kconfig.load_incluster_config(client_configuration=configuration)
+        return configuration
+    except KubeConfigError:
+        raise
+    except ConfigException as exc:
+        raise KubeConfigError(f"invalid cluster configuration: {exc}. {HOW_TO_CONNECT}") from exc
+    except Exception as exc:
+        # Unreadable files, bad YAML, malformed entries: the loader raises raw errors.
+        raise KubeConfigError(
+            f"cannot load the cluster configuration: {type(exc).__name__}: {exc}. {HOW_TO_CONNECT}"
+        ) from exc
