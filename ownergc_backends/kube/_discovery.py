@@ -74,21 +74,23 @@ def group_versions_from_group_list(body: Mapping[str, Any]) -> list[GroupVersion
         if not isinstance(group, Mapping):
             continue
         name = _str(group.get("name"))
-        versions = [v for v in group.get("versions") or [] if isinstance(v, Mapping)]
+        versions = [_version_of(v) for v in group.get("versions") or [] if isinstance(v, Mapping)]
+        versions = [v for v in versions if v]
         preferred_entry = group.get("preferredVersion")
-        preferred = (
-            _str(preferred_entry.get("version")) if isinstance(preferred_entry, Mapping) else ""
-        )
+        preferred = _version_of(preferred_entry) if isinstance(preferred_entry, Mapping) else ""
         if not preferred and versions:
-            preferred = _str(versions[0].get("version"))
-        for v in versions:
-            version = _str(v.get("version"))
-            if not version:
-                gv = _str(v.get("groupVersion"))
-                version = gv.rsplit("/", 1)[-1] if gv else ""
-            if version:
-                out.append(GroupVersion(name, version, version == preferred))
+            preferred = versions[0]
+        out.extend(GroupVersion(name, v, v == preferred) for v in versions)
     return out
+
+
+def _version_of(entry: Mapping[str, Any]) -> str:
+    """``version``, or the last part of ``groupVersion`` (servers fill in either)."""
+    version = _str(entry.get("version"))
+    if not version:
+        gv = _str(entry.get("groupVersion"))
+        version = gv.rsplit("/", 1)[-1] if gv else ""
+    return version
 
 
 def parse_resource_list(body: Mapping[str, Any], gv: GroupVersion) -> list[APIResource]:
