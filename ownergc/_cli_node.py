@@ -14,7 +14,6 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -301,15 +300,14 @@ async def _make_runtime(args: argparse.Namespace, now: int) -> tuple[ContainerRu
     return rt, rt
 
 
-def _pod_state_source(args: argparse.Namespace) -> PodStateSource:
+async def _pod_state_source(args: argparse.Namespace) -> PodStateSource:
     if not args.kubeconfig:
         return RuntimePodStateSource()
     try:
-        from ownergc_backends.kube import KubeStore  # type: ignore[import-not-found,unused-ignore]
+        from ownergc_backends.kube import KubeStore
     except ImportError as exc:
         raise SystemExit(f"ownergc node: --kubeconfig needs the kube backend ({exc})") from exc
-    factory: Callable[..., Any] | None = getattr(KubeStore, "from_kubeconfig", None)
-    store = factory(args.kubeconfig) if factory else KubeStore(kubeconfig=args.kubeconfig)
+    store = await KubeStore.from_config(args.kubeconfig)
     return ObjectStorePodStateSource(store)
 
 
@@ -394,7 +392,7 @@ async def run_node_async(args: argparse.Namespace) -> int:
             runtime,
             container_policy=container_policy,
             image_policy=image_policy,
-            pod_states=_pod_state_source(args),
+            pod_states=await _pod_state_source(args),
             pod_logs_dir=pod_logs or None,
             container_logs_dir=links or None,
             sandbox_image=sandbox_image,

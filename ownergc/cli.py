@@ -20,6 +20,7 @@ __all__ = ["build_parser", "main"]
 #: (module, function adding its subparser): each subcommand lives in its own module.
 _SUBCOMMANDS: tuple[tuple[str, str], ...] = (
     ("ownergc._cli_demo", "add_parser"),
+    ("ownergc._cli_controller", "add_parser"),
     ("ownergc._cli_node", "add_node_parser"),
 )
 

@@ -1,0 +1,293 @@
+"""ownergc controller: kube-controller-manager's garbage collector against a real cluster.
+
+Point it at a cluster with --kubeconfig (or KUBECONFIG, or run it in a pod
+with a ServiceAccount). It watches every deletable resource through
+metadata-only requests and collects objects whose owners are gone, exactly as
+kube-controller-manager does. Probes, Prometheus metrics and the debug graph
+are served on --bind-address:--port.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import socket
+import sys
+import uuid
+from typing import Any
+
+import anyio
+
+from ownergc.controller import DEFAULT_IGNORED_RESOURCES, GarbageCollector
+from ownergc.controller._http import ControllerEndpoints, serve_http
+from ownergc.controller._leader import LeaderElector, LeadershipLost
+from ownergc.errors import OwnerGCError
+from ownergc.nodegc._time import parse_duration
+
+log = logging.getLogger("ownergc.cli")
+
+#: kube-controller-manager's --kube-api-qps 20, doubled for its GC's metadata client.
+DEFAULT_QPS = 40.0
+#: kube-controller-manager's --kube-api-burst (the GC client keeps it).
+DEFAULT_BURST = 30
+
+NO_CLUSTER_HINT = "To see the collector work without a cluster, run `ownergc demo`."
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = parse_duration(text).total_seconds()
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"duration must be positive, got {text!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
+    return value
+
+
+def _port(text: str) -> int:
+    value = _positive_int(text) if text != "0" else 0
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"not a port: {text!r}")
+    return value
+
+
+def parse_group_resource(text: str) -> tuple[str, str]:
+    """``group/resource`` (``/events`` or ``events`` for the core group) -> (group, resource)."""
+    if "/" in text:
+        group, _, resource = text.rpartition("/")
+    else:
+        group, resource = "", text
+    if not resource or "/" in group or resource != resource.lower():
+        raise argparse.ArgumentTypeError(
+            f"expected group/resource such as events.k8s.io/events or /events, got {text!r}"
+        )
+    return group, resource
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "controller",
+        help="run the garbage collector against a cluster (kube-controller-manager's GC)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    conn = p.add_argument_group("connection")
+    conn.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, in-cluster)")
+    conn.add_argument("--context", help="kubeconfig context to use (default: current-context)")
+    conn.add_argument(
+        "--qps",
+        type=_positive_float,
+        default=DEFAULT_QPS,
+        help=f"client-side request rate limit (default: {DEFAULT_QPS:g}, "
+        "kube-controller-manager's --kube-api-qps doubled, as its GC client does)",
+    )
+    conn.add_argument(
+        "--burst",
+        type=_positive_int,
+        default=DEFAULT_BURST,
+        help=f"client-side burst above --qps (default: {DEFAULT_BURST})",
+    )
+    gc = p.add_argument_group("garbage collector")
+    gc.add_argument(
+        "--workers",
+        "--concurrent-gc-syncs",
+        dest="workers",
+        type=_positive_int,
+        default=20,
+        help="attemptToDelete and attemptToOrphan workers each (default: 20)",
+    )
+    gc.add_argument(
+        "--ignore-resource",
+        action="append",
+        type=parse_group_resource,
+        default=[],
+        metavar="GROUP/RESOURCE",
+        help="never watch or collect this resource (repeatable; always ignored: "
+        + ", ".join(f"{g}/{r}" for g, r in sorted(DEFAULT_IGNORED_RESOURCES))
+        + ")",
+    )
+    gc.add_argument(
+        "--resync-period",
+        type=_seconds,
+        default=30.0,
+        metavar="DURATION",
+        help="how often to rediscover resources, e.g. 30s (default: 30s)",
+    )
+    gc.add_argument(
+        "--initial-sync-timeout",
+        type=_seconds,
+        default=30.0,
+        metavar="DURATION",
+        help="start workers after this long even if some monitors have not synced (default: 30s)",
+    )
+    gc.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="log every deletion and patch it would make, change nothing",
+    )
+    le = p.add_argument_group("leader election (coordination.k8s.io/v1 Lease)")
+    le.add_argument("--leader-elect", action="store_true", help="run only while holding the Lease")
+    le.add_argument(
+        "--leader-elect-lease-duration",
+        type=_seconds,
+        default=15.0,
+        metavar="DURATION",
+        help="default: 15s",
+    )
+    le.add_argument(
+        "--leader-elect-renew-deadline",
+        type=_seconds,
+        default=10.0,
+        metavar="DURATION",
+        help="default: 10s",
+    )
+    le.add_argument(
+        "--leader-elect-retry-period",
+        type=_seconds,
+        default=2.0,
+        metavar="DURATION",
+        help="default: 2s",
+    )
+    le.add_argument("--leader-elect-resource-name", default="ownergc", help="default: ownergc")
+    le.add_argument(
+        "--leader-elect-resource-namespace",
+        default=None,
+        help="default: the pod's namespace in a cluster, else kube-system",
+    )
+    srv = p.add_argument_group("serving")
+    srv.add_argument("--bind-address", default="0.0.0.0", help="default: 0.0.0.0")
+    srv.add_argument(
+        "--port",
+        type=_port,
+        default=10257,
+        help="port for /healthz, /readyz, /metrics and /debug/controllers/garbagecollector/graph "
+        "(default: 10257; 0 picks a free port)",
+    )
+    p.set_defaults(func=run)
+
+
+def _in_cluster_namespace() -> str | None:
+    path = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read().strip() or None
+    except OSError:
+        return None
+
+
+async def _make_store(args: argparse.Namespace) -> Any:
+    try:
+        from ownergc_backends.kube import KubeStore
+    except ImportError as exc:
+        raise OwnerGCError(
+            f"the kube backend is not installed ({exc}): pip install 'ownergc[kube]'"
+        ) from exc
+    try:
+        return await KubeStore.from_config(
+            args.kubeconfig, args.context, qps=args.qps, burst=args.burst
+        )
+    except OwnerGCError as exc:
+        raise OwnerGCError(f"{exc}\n{NO_CLUSTER_HINT}") from exc
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        return anyio.run(_run, args)
+    except OwnerGCError as exc:
+        print(f"ownergc controller: {exc}", file=sys.stderr, flush=True)
+        return 1
+
+
+async def _run(args: argparse.Namespace) -> int:
+    store = await _make_store(args)
+    async with store:
+        return await _serve(args, store)
+
+
+async def _serve(args: argparse.Namespace, store: Any) -> int:
+    ignored = set(DEFAULT_IGNORED_RESOURCES) | set(args.ignore_resource)
+    gc = GarbageCollector(
+        store,
+        workers=args.workers,
+        ignored_resources=ignored,
+        discovery_period=args.resync_period,
+        initial_sync_timeout=args.initial_sync_timeout,
+        dry_run=args.dry_run,
+    )
+    elector: LeaderElector | None = None
+    if args.leader_elect:
+        namespace = args.leader_elect_resource_namespace or _in_cluster_namespace() or "kube-system"
+        elector = LeaderElector(
+            store,
+            name=args.leader_elect_resource_name,
+            namespace=namespace,
+            identity=f"{socket.gethostname()}_{uuid.uuid4()}",
+            lease_duration=args.leader_elect_lease_duration,
+            renew_deadline=args.leader_elect_renew_deadline,
+            retry_period=args.leader_elect_retry_period,
+        )
+
+    def ready() -> tuple[bool, str]:
+        if elector is not None and not elector.is_leader:
+            return True, f"standby (leader: {elector.leader or 'unknown'})"
+        return gc.is_synced(), "caches synced" if gc.is_synced() else "caches not synced"
+
+    def extra() -> dict[str, float]:
+        if elector is None:
+            return {}
+        return {"ownergc_leader": 1.0 if elector.is_leader else 0.0}
+
+    endpoints = ControllerEndpoints(gc, ready=ready, extra_metrics=extra)
+    exit_code = 0
+    async with anyio.create_task_group() as tg:
+        port = await tg.start(
+            lambda task_status: serve_http(
+                endpoints, host=args.bind_address, port=args.port, task_status=task_status
+            )
+        )
+        log.info(
+            "serving probes and metrics on %s:%s%s",
+            args.bind_address,
+            port,
+            " (dry run: nothing will be changed)" if args.dry_run else "",
+        )
+        tg.start_soon(_stop_on_signal, tg.cancel_scope)
+        try:
+            if elector is not None:
+                await elector.run(gc.run)
+            else:
+                await gc.run()
+        except LeadershipLost as exc:
+            log.error("%s; exiting so a new leader can take over", exc)
+            exit_code = 1
+        tg.cancel_scope.cancel()
+    return exit_code
+
+
+async def _stop_on_signal(scope: anyio.CancelScope) -> None:
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for signum in signals:
+            log.info("received %s; shutting down", signal.Signals(signum).name)
+            scope.cancel()
+            return
