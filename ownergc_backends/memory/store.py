@@ -1602,6 +1602,46 @@ class InMemoryStore:
                 return self._storage(resource).count()
             return sum(s.count() for s in self._storages.values())
 
+    # ------------------------------------------------------------------ for the HTTP facade
+    # Added for ownergc_backends.memory.http: kube-apiserver answers a DELETE that
+    # removes the object with what it removed (the object itself for pods, else a
+    # Status carrying its uid), which ``delete`` (None on removal) cannot tell.
+
+    async def delete_and_report(
+        self,
+        resource: APIResource,
+        name: str,
+        *,
+        namespace: str | None = None,
+        propagation_policy: PropagationPolicy | str | None = None,
+        preconditions: Preconditions | None = None,
+        orphan_dependents: bool | None = None,
+    ) -> tuple[JSONDict, bool]:
+        """:meth:`delete`, returning ``(object, removed)`` atomically.
+
+        When ``removed`` the object is its last state with the deletion's
+        resourceVersion (what the DELETED watch event carries); otherwise it
+        is the object that remains, as :meth:`delete` returns it.
+        """
+        await anyio.lowlevel.checkpoint()
+        fault = self._begin("delete", resource, namespace, name)
+        if fault is not None:
+            raise fault
+        policy = _validate_delete_options(propagation_policy, orphan_dependents)
+        with self._write() as wake:
+            storage = self._storage(resource)
+            self._check_verb(storage, "delete")
+            ns = self._object_namespace(storage, namespace)
+            before = storage.lookup(ns, name)
+            result = self._delete_locked(
+                storage, resource.version, ns, name, policy, orphan_dependents, preconditions, wake
+            )
+            removed = result is None
+            if result is None:
+                assert before is not None
+                result = _with_rv(before, self._rv)
+        return self._render(storage, result, resource.version, False), removed
+
 
 def _name_of(obj: Any) -> str | None:
     if isinstance(obj, dict) and isinstance(obj.get("metadata"), dict):

@@ -1,0 +1,1475 @@
+"""A Kubernetes REST facade over :class:`~ownergc_backends.memory.InMemoryStore`.
+
+``KubeAPIServer`` speaks enough of kube-apiserver's HTTP API for the official
+clients (``kubernetes`` for Python, client-go through ``kubectl``) to work
+against an in-memory store: discovery, CRUD, list and watch (chunked JSON
+events), the three patch content types, DELETE with ``DeleteOptions``,
+metadata-only and Table responses, and ``metav1.Status`` errors. It exists so
+that the kube backend and the controller can be tested over real HTTP, fast
+and deterministically, and so that ``kubectl --server`` can poke at a store.
+
+The HTTP/1.1 server is hand-written on anyio (see ``_httpwire``) so that the
+in-memory backend needs nothing beyond the core's dependencies; it runs under
+asyncio and trio.
+
+Deliberate differences from kube-apiserver (documented in ``docs/``):
+
+* No authentication, authorization, admission webhooks, server-side apply
+  (``application/apply-patch+yaml`` answers 415), dry run (400), protobuf or
+  YAML bodies (JSON only), subresources (404), ``limit``/``continue``
+  (lists are never paginated, which clients accept), list ``resourceVersion``
+  semantics (always the latest), or BOOKMARK events.
+* ``/openapi/v2`` serves an empty schema document (protobuf or JSON): kubectl
+  then skips client-side validation instead of failing; ``/openapi/v3`` is 404.
+* Label selectors support equality, inequality, existence and set-based
+  requirements; field selectors only ``metadata.name`` and
+  ``metadata.namespace``.
+* Tables (``kubectl get``) have two columns, Name and Age.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import threading
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Final, NamedTuple
+
+import anyio
+import anyio.abc
+import anyio.from_thread
+from anyio.abc import ByteStream, SocketAttribute
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from ownergc.errors import (
+    APIError,
+    BadRequest,
+    MethodNotAllowed,
+    NotFound,
+    ResourceExpired,
+    RESTMappingError,
+    Unavailable,
+    UnsupportedPatchType,
+    error_for_status,
+)
+from ownergc.protocols import APIResource, JSONDict, PatchType, Preconditions, WatchEvent
+
+from ._httpwire import (
+    ChunkedWriter,
+    HTTPProtocolError,
+    Request,
+    read_request,
+    write_response,
+)
+from .store import InMemoryStore
+
+__all__ = [
+    "KubeAPIServer",
+    "RequestLogEntry",
+    "WriteHook",
+    "run_in_thread",
+    "serve_in_background",
+]
+
+log = logging.getLogger("ownergc.memory.http")
+
+#: What ``/version`` claims; kubectl only prints it.
+SERVER_VERSION: Final[dict[str, str]] = {
+    "major": "1",
+    "minor": "30",
+    "gitVersion": "v1.30.0+ownergc",
+    "gitCommit": "0000000000000000000000000000000000000000",
+    "gitTreeState": "clean",
+    "buildDate": "2024-04-17T00:00:00Z",
+    "goVersion": "go1.22.2",
+    "compiler": "gc",
+    "platform": "linux/amd64",
+}
+
+_SHORT_NAMES: Final[dict[tuple[str, str], list[str]]] = {
+    ("", "namespaces"): ["ns"],
+    ("", "nodes"): ["no"],
+    ("", "pods"): ["po"],
+    ("", "configmaps"): ["cm"],
+    ("", "services"): ["svc"],
+    ("", "serviceaccounts"): ["sa"],
+    ("", "replicationcontrollers"): ["rc"],
+    ("", "persistentvolumeclaims"): ["pvc"],
+    ("", "persistentvolumes"): ["pv"],
+    ("", "events"): ["ev"],
+    ("apps", "deployments"): ["deploy"],
+    ("apps", "replicasets"): ["rs"],
+    ("apps", "daemonsets"): ["ds"],
+    ("apps", "statefulsets"): ["sts"],
+    ("batch", "cronjobs"): ["cj"],
+    ("events.k8s.io", "events"): ["ev"],
+    ("apiextensions.k8s.io", "customresourcedefinitions"): ["crd", "crds"],
+}
+#: ``kubectl get all`` expands the "all" category.
+_ALL_CATEGORY: Final = frozenset(
+    {
+        ("", "pods"),
+        ("", "services"),
+        ("", "replicationcontrollers"),
+        ("apps", "deployments"),
+        ("apps", "replicasets"),
+        ("apps", "daemonsets"),
+        ("apps", "statefulsets"),
+        ("batch", "jobs"),
+        ("batch", "cronjobs"),
+    }
+)
+#: Registries with ``ReturnDeletedObject: true``: a DELETE that removes the object
+#: answers with the object; every other resource answers with a Status.
+_RETURN_DELETED_OBJECT: Final = frozenset(
+    {
+        ("", "pods"),
+        ("", "services"),
+        ("", "serviceaccounts"),
+        ("", "namespaces"),
+        ("storage.k8s.io", "storageclasses"),
+    }
+)
+_META_GROUP: Final = "meta.k8s.io"
+_JSON: Final = "application/json"
+_JSON_HEADERS: Final = (("Content-Type", _JSON), ("Cache-Control", "no-cache, private"))
+_PATCH_TYPES: Final[dict[str, PatchType]] = {p.value: p for p in PatchType}
+_APPLY_PATCH: Final = "application/apply-patch+yaml"
+_FAULT_REASONS: Final[dict[int, str]] = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    409: "Conflict",
+    410: "Expired",
+    415: "UnsupportedMediaType",
+    422: "Invalid",
+    429: "TooManyRequests",
+    500: "InternalError",
+    503: "ServiceUnavailable",
+    504: "Timeout",
+}
+
+
+class RequestLogEntry(NamedTuple):
+    """One request as the server answered it (``path`` without the query)."""
+
+    method: str
+    path: str
+    status: int
+
+
+#: Called after every successful write through the API with the verb
+#: (create, update, patch, delete), the resource and the resulting object
+#: (for a delete that removed it, its last state). ``ownergc serve`` uses it
+#: to register kinds when a CustomResourceDefinition is created.
+WriteHook = Callable[[str, APIResource, JSONDict], Awaitable[None]]
+
+
+class _HTTPError(Exception):
+    """A non-API error answered with a Status (406, 405 on non-resource paths, …)."""
+
+    def __init__(self, code: int, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.error = error_for_status(code, message, reason=reason)
+
+
+# ---------------------------------------------------------------------------
+# Content negotiation
+
+
+class _Target(NamedTuple):
+    """What the client asked the response to be converted to."""
+
+    kind: str | None  # None: the object itself; else PartialObjectMetadata[List] / Table
+    version: str = "v1"
+
+
+_PLAIN = _Target(None)
+
+
+def _media_ranges(accept: str) -> list[tuple[str, dict[str, str]]]:
+    """The Accept header's media ranges, highest q first (stable for ties)."""
+    ranges: list[tuple[float, int, str, dict[str, str]]] = []
+    for index, item in enumerate(accept.split(",")):
+        parts = [p.strip() for p in item.split(";")]
+        media = parts[0].lower()
+        if not media:
+            continue
+        params: dict[str, str] = {}
+        for p in parts[1:]:
+            key, _, value = p.partition("=")
+            params[key.strip().lower()] = value.strip().strip('"')
+        try:
+            q = float(params.pop("q", "1"))
+        except ValueError:
+            q = 1.0
+        if q > 0:
+            ranges.append((-q, index, media, params))
+    ranges.sort()
+    return [(media, params) for _, _, media, params in ranges]
+
+
+def negotiate(accept: str | None, *, conversions: bool) -> _Target:
+    """Pick the response form as kube-apiserver does: the first acceptable media range.
+
+    Only JSON is served. ``as=`` conversions are acceptable on resource
+    endpoints (``conversions``); a range asking for a conversion this
+    server does not do (aggregated discovery, say) is skipped, so that the
+    client's plain ``application/json`` fallback is chosen.
+    """
+    if not accept:
+        return _PLAIN
+    for media, params in _media_ranges(accept):
+        if media not in (_JSON, "application/*", "*/*"):
+            continue
+        as_kind = params.get("as")
+        if as_kind is None:
+            return _PLAIN
+        if not conversions or params.get("g") != _META_GROUP:
+            continue
+        version = params.get("v", "")
+        if as_kind in ("PartialObjectMetadata", "PartialObjectMetadataList", "Table") and (
+            version in ("v1", "v1beta1")
+        ):
+            return _Target(as_kind, version)
+    raise _HTTPError(
+        406,
+        "NotAcceptable",
+        "only the following media types are accepted: application/json "
+        "(with as=PartialObjectMetadata, PartialObjectMetadataList or Table;g=meta.k8s.io)",
+    )
+
+
+# ---------------------------------------------------------------------------
+# Selectors
+
+
+@dataclass(frozen=True, slots=True)
+class _Requirement:
+    key: str
+    op: str  # "=", "!=", "in", "notin", "exists", "!"
+    values: frozenset[str] = frozenset()
+
+    def matches(self, labels: dict[str, Any]) -> bool:
+        has = self.key in labels
+        value = labels.get(self.key)
+        if self.op == "exists":
+            return has
+        if self.op == "!":
+            return not has
+        if self.op in ("=", "in"):
+            return has and value in self.values
+        return not has or value not in self.values  # "!=" and "notin"
+
+
+_LABEL_KEY = r"[A-Za-z0-9]([-A-Za-z0-9_./]*[A-Za-z0-9])?"
+_LABEL_VALUE = r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?"
+_SET_RE = re.compile(rf"^({_LABEL_KEY})\s+(in|notin)\s+\(([^()]*)\)$")
+_CMP_RE = re.compile(rf"^({_LABEL_KEY})\s*(==|=|!=)\s*({_LABEL_VALUE})$")
+_EXISTS_RE = re.compile(rf"^(!?)\s*({_LABEL_KEY})$")
+
+
+def _split_selector(text: str) -> list[str]:
+    """Split on commas outside parentheses (``a in (x,y),b`` has two requirements)."""
+    parts: list[str] = []
+    depth = 0
+    current: list[str] = []
+    for ch in text:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+    parts.append("".join(current))
+    return [p.strip() for p in parts if p.strip()]
+
+
+def parse_label_selector(text: str) -> list[_Requirement]:
+    """Parse a labelSelector; 400 for what kube-apiserver would also reject (or ``<``/``>``)."""
+    out: list[_Requirement] = []
+    for part in _split_selector(text):
+        if m := _SET_RE.match(part):
+            values = frozenset(v.strip() for v in m.group(4).split(",") if v.strip())
+            out.append(_Requirement(m.group(1), m.group(3), values))
+        elif m := _CMP_RE.match(part):
+            op = "=" if m.group(3) in ("=", "==") else "!="
+            out.append(_Requirement(m.group(1), op, frozenset({m.group(4)})))
+        elif m := _EXISTS_RE.match(part):
+            out.append(_Requirement(m.group(2), "!" if m.group(1) else "exists"))
+        else:
+            raise BadRequest(
+                f"unable to parse requirement: {part!r} (labelSelector {text!r})",
+                reason="BadRequest",
+            )
+    return out
+
+
+def parse_field_selector(text: str) -> list[tuple[str, bool, str]]:
+    """``metadata.name`` / ``metadata.namespace`` with ``=``, ``==`` or ``!=``."""
+    out: list[tuple[str, bool, str]] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        if "!=" in part:
+            key, value = part.split("!=", 1)
+            equal = False
+        elif "=" in part:
+            key, value = part.replace("==", "=", 1).split("=", 1)
+            equal = True
+        else:
+            raise BadRequest(f"invalid field selector: {part!r}", reason="BadRequest")
+        key = key.strip()
+        if key not in ("metadata.name", "metadata.namespace"):
+            raise BadRequest(
+                f"field label not supported: {key} (this server supports only "
+                f'"metadata.name" and "metadata.namespace")',
+                reason="BadRequest",
+            )
+        out.append((key, equal, value.strip()))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Filter:
+    labels: tuple[_Requirement, ...] = ()
+    fields: tuple[tuple[str, bool, str], ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not self.labels and not self.fields
+
+    def matches(self, obj: JSONDict) -> bool:
+        meta = obj.get("metadata") or {}
+        labels = meta.get("labels") or {}
+        if not all(r.matches(labels) for r in self.labels):
+            return False
+        for key, equal, value in self.fields:
+            actual = meta.get("name" if key == "metadata.name" else "namespace") or ""
+            if (actual == value) != equal:
+                return False
+        return True
+
+
+def _filter_from(request: Request) -> _Filter:
+    labels = request.param("labelSelector")
+    fields = request.param("fieldSelector")
+    return _Filter(
+        labels=tuple(parse_label_selector(labels)) if labels else (),
+        fields=tuple(parse_field_selector(fields)) if fields else (),
+    )
+
+
+# ---------------------------------------------------------------------------
+# Response shapes
+
+
+def _human_duration(seconds: float) -> str:
+    """apimachinery's ``duration.HumanDuration``, for the Age column."""
+    s = int(seconds)
+    if s < -1:
+        return "<invalid>"
+    if s < 0:
+        return "0s"
+    if s < 120:
+        return f"{s}s"
+    minutes = s // 60
+    if minutes < 10:
+        rest = s % 60
+        return f"{minutes}m{rest}s" if rest else f"{minutes}m"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = s // 3600
+    if hours < 8:
+        rest = minutes % 60
+        return f"{hours}h{rest}m" if rest else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        rest = hours % 24
+        return f"{hours // 24}d{rest}h" if rest else f"{hours // 24}d"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    if hours < 24 * 365 * 8:
+        rest = (hours // 24) % 365
+        return f"{hours // 24 // 365}y{rest}d" if rest else f"{hours // 24 // 365}y"
+    return f"{hours // 24 // 365}y"
+
+
+def _age(meta: JSONDict) -> str:
+    created = meta.get("creationTimestamp")
+    if not isinstance(created, str):
+        return "<unknown>"
+    try:
+        when = datetime.fromisoformat(created.replace("Z", "+00:00"))
+    except ValueError:
+        return "<unknown>"
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return _human_duration((datetime.now(timezone.utc) - when).total_seconds())
+
+
+_TABLE_COLUMNS: Final = [
+    {
+        "name": "Name",
+        "type": "string",
+        "format": "name",
+        "description": "Name must be unique within a namespace.",
+        "priority": 0,
+    },
+    {
+        "name": "Age",
+        "type": "date",
+        "format": "",
+        "description": "CreationTimestamp is a timestamp representing the server time when "
+        "this object was created.",
+        "priority": 0,
+    },
+]
+
+
+def _partial(obj: JSONDict, version: str) -> JSONDict:
+    return {
+        "kind": "PartialObjectMetadata",
+        "apiVersion": f"{_META_GROUP}/{version}",
+        "metadata": obj.get("metadata", {}),
+    }
+
+
+def _table(
+    objects: list[JSONDict], version: str, include: str, rv: str | None, *, headers: bool = True
+) -> JSONDict:
+    rows = []
+    for obj in objects:
+        meta = obj.get("metadata") or {}
+        row: JSONDict = {"cells": [meta.get("name", ""), _age(meta)]}
+        if include == "Object":
+            row["object"] = obj
+        elif include != "None":
+            row["object"] = _partial(obj, "v1")
+        rows.append(row)
+    table: JSONDict = {
+        "kind": "Table",
+        "apiVersion": f"{_META_GROUP}/{version}",
+        "metadata": {"resourceVersion": rv} if rv is not None else {},
+        "columnDefinitions": _TABLE_COLUMNS if headers else [],
+        "rows": rows,
+    }
+    return table
+
+
+def _openapi_v2_protobuf() -> bytes:
+    """An empty OpenAPI v2 ``Document`` in protobuf (gnostic openapi_v2):
+    ``swagger = "2.0"`` and ``info {title, version}``. kubectl fetches it for
+    validation and skips kinds it does not describe."""
+
+    def string_field(number: int, text: str) -> bytes:
+        data = text.encode()
+        return bytes([number << 3 | 2, len(data)]) + data
+
+    info = string_field(1, "ownergc") + string_field(2, SERVER_VERSION["gitVersion"])
+    return string_field(1, "2.0") + bytes([2 << 3 | 2, len(info)]) + info
+
+
+_OPENAPI_V2_JSON: Final = {
+    "swagger": "2.0",
+    "info": {"title": "ownergc", "version": SERVER_VERSION["gitVersion"]},
+    "paths": {},
+    "definitions": {},
+}
+
+
+def _json_body(data: bytes, what: str) -> Any:
+    try:
+        return json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BadRequest(f"{what} is not valid JSON: {exc}", reason="BadRequest") from None
+
+
+def _check_json_content_type(request: Request) -> None:
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type not in ("", _JSON, "*/*"):
+        raise UnsupportedPatchType(
+            f'the body of the request was in an unknown format "{content_type}": this server '
+            "accepts only application/json",
+            reason="UnsupportedMediaType",
+        )
+
+
+def _encode(body: Any) -> bytes:
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+def _retry_after_header(seconds: float) -> str:
+    """Whole seconds as kube-apiserver sends them; a fractional value is kept as given
+    (non-standard, so that tests need not sleep a whole second)."""
+    return str(int(seconds)) if float(seconds).is_integer() else f"{seconds:g}"
+
+
+@dataclass(slots=True)
+class _Response:
+    status: int
+    body: bytes
+    headers: list[tuple[str, str]] = field(default_factory=lambda: list(_JSON_HEADERS))
+
+
+def _json_response(status: int, body: Any) -> _Response:
+    return _Response(status, _encode(body))
+
+
+def _error_response(error: APIError) -> _Response:
+    response = _json_response(error.code, error.to_status())
+    if error.retry_after is not None:
+        response.headers.append(("Retry-After", _retry_after_header(error.retry_after)))
+    return response
+
+
+# ---------------------------------------------------------------------------
+# Routing
+
+
+@dataclass(frozen=True, slots=True)
+class _ResourceRoute:
+    resource: APIResource
+    namespace: str | None
+    name: str | None
+
+
+@dataclass(slots=True)
+class _WatchPlan:
+    route: _ResourceRoute
+    resource_version: str
+    timeout: float | None
+    target: _Target
+    filter: _Filter
+    include: str
+
+
+@dataclass(slots=True)
+class _Fault:
+    method: str | None
+    path: re.Pattern[str] | None
+    verb: str | None
+    status: int
+    retry_after: float | None
+    delay: float
+    remaining: int
+    reason: str | None
+
+
+@dataclass(eq=False, slots=True)
+class _OpenWatch:
+    scope: anyio.CancelScope
+    ending: str | None = None  # "drop" or "expire"
+
+
+def _kube_verb(request: Request) -> str:
+    """The verb kube-apiserver's audit log would give (``discovery`` and ``nonresource``
+    for paths outside resources)."""
+    segments = [s for s in request.path.split("/") if s]
+    if not segments or segments[0] not in ("api", "apis"):
+        return "nonresource"
+    depth = 2 if segments[0] == "api" else 3
+    if len(segments) <= depth:
+        return "discovery"
+    rest = segments[depth:]
+    namespaced = rest[0] == "namespaces" and len(rest) >= 3
+    has_name = len(rest) >= (4 if namespaced else 2)
+    method = request.method
+    if method == "GET":
+        if has_name:
+            return "get"
+        return "watch" if request.param("watch") in ("true", "1") else "list"
+    if method == "DELETE":
+        return "delete" if has_name else "deletecollection"
+    return {"POST": "create", "PUT": "update", "PATCH": "patch"}.get(method, method.lower())
+
+
+class KubeAPIServer:
+    """kube-apiserver's REST API over an :class:`InMemoryStore`, on a local TCP port.
+
+    Start it with ``await task_group.start(server.serve)`` (or
+    :func:`serve_in_background`, or :func:`run_in_thread` for sync clients);
+    :attr:`url` is then the base URL. Serving again after ``serve`` returned
+    reuses the same port, which lets tests restart a server under a client.
+
+    Every request is recorded in :attr:`requests` and counted per kube verb in
+    :attr:`verb_counts`. :meth:`inject`, :meth:`drop_watches` and
+    :meth:`expire_watches` inject faults deterministically.
+    """
+
+    def __init__(self, store: InMemoryStore, *, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.store = store
+        self.host = host
+        self.port = port
+        self.url = ""
+        self.requests: list[RequestLogEntry] = []
+        self.verb_counts: Counter[str] = Counter()
+        self.write_hooks: list[WriteHook] = []
+        self._faults: list[_Fault] = []
+        self._faults_lock = threading.Lock()
+        self._watches: set[_OpenWatch] = set()
+        self._expired_before = 0
+        self._portal: anyio.from_thread.BlockingPortal | None = None
+        self._loop_thread: int | None = None
+
+    # ------------------------------------------------------------------ serving
+
+    async def serve(
+        self, *, task_status: anyio.abc.TaskStatus[str] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Bind, report :attr:`url` through ``task_status``, and serve until cancelled."""
+        listener = await anyio.create_tcp_listener(local_host=self.host, local_port=self.port)
+        async with listener, anyio.from_thread.BlockingPortal() as portal:
+            self.port = int(listener.listeners[0].extra(SocketAttribute.local_port))
+            host = f"[{self.host}]" if ":" in self.host else self.host
+            self.url = f"http://{host}:{self.port}"
+            self._portal = portal
+            self._loop_thread = threading.get_ident()
+            try:
+                async with anyio.create_task_group() as tg:
+                    task_status.started(self.url)
+                    await listener.serve(self._connection, task_group=tg)
+            finally:
+                self._portal = None
+                self._loop_thread = None
+                self._watches.clear()
+
+    async def _connection(self, stream: ByteStream) -> None:
+        """One client connection: requests in sequence until either side closes it."""
+        reader = BufferedByteReceiveStream(stream)
+        try:
+            async with stream:
+                while True:
+                    try:
+                        request = await read_request(reader, stream)
+                    except HTTPProtocolError as exc:
+                        error = error_for_status(exc.status, exc.message, reason="BadRequest")
+                        response = _error_response(error)
+                        await write_response(
+                            stream, exc.status, response.headers, response.body, keep_alive=False
+                        )
+                        return
+                    if request is None:
+                        return
+                    if not await self._handle(request, stream, reader):
+                        return
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, ConnectionError, OSError):
+            pass  # the client went away; nothing to answer
+        except Exception:  # pragma: no cover - a bug here must not stop the server
+            log.exception("unexpected error on an HTTP connection")
+
+    async def _handle(
+        self, request: Request, stream: ByteStream, reader: BufferedByteReceiveStream
+    ) -> bool:
+        """Answer one request; returns whether the connection stays open."""
+        verb = _kube_verb(request)
+        self.verb_counts[verb] += 1
+        keep_alive = request.keep_alive
+        result: _Response | _WatchPlan
+        try:
+            await self._apply_fault(request, verb)
+            result = await self._route(request)
+        except APIError as exc:
+            result = _error_response(exc)
+        except _HTTPError as exc:
+            result = _error_response(exc.error)
+        except RESTMappingError as exc:
+            result = _error_response(NotFound(str(exc), reason="NotFound"))
+        except Exception as exc:
+            log.exception("internal error answering %s %s", request.method, request.target)
+            result = _error_response(
+                error_for_status(500, f"internal error: {exc!r}", reason="InternalError")
+            )
+        if isinstance(result, _WatchPlan):
+            self.requests.append(RequestLogEntry(request.method, request.path, 200))
+            return await self._stream_watch(result, stream, reader) and keep_alive
+        self.requests.append(RequestLogEntry(request.method, request.path, result.status))
+        await write_response(
+            stream,
+            result.status,
+            result.headers,
+            result.body,
+            keep_alive=keep_alive,
+            head_only=request.method == "HEAD",
+        )
+        return keep_alive
+
+    async def _route(self, request: Request) -> _Response | _WatchPlan:
+        path = request.path.rstrip("/") or "/"
+        segments = [s for s in path.split("/") if s]
+        if request.method not in ("GET", "HEAD") and (
+            not segments or segments[0] not in ("api", "apis")
+        ):
+            raise _HTTPError(405, "MethodNotAllowed", f"{request.method} is not allowed on {path}")
+        if not segments:
+            paths = ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/version"]
+            return _json_response(200, {"paths": paths})
+        head = segments[0]
+        if head in ("healthz", "livez", "readyz"):
+            return _Response(200, b"ok", [("Content-Type", "text/plain; charset=utf-8")])
+        if head == "version" and len(segments) == 1:
+            return _json_response(200, SERVER_VERSION)
+        if path == "/openapi/v2":
+            accept = request.headers.get("accept", "")
+            if "protobuf" in accept:
+                # Go's mime parser rejects the "@" of the requested type: answer octet-stream.
+                headers = [("Content-Type", "application/octet-stream")]
+                return _Response(200, _openapi_v2_protobuf(), headers)
+            return _json_response(200, _OPENAPI_V2_JSON)
+        if head == "api":
+            if len(segments) == 1:
+                negotiate(request.headers.get("accept"), conversions=False)
+                return self._api_versions()
+            if segments[1] != "v1":
+                raise self._no_route(path)
+            return await self._group_version(request, "", "v1", segments[2:])
+        if head == "apis":
+            if len(segments) == 1:
+                negotiate(request.headers.get("accept"), conversions=False)
+                return _json_response(200, await self._group_list())
+            if len(segments) == 2:
+                negotiate(request.headers.get("accept"), conversions=False)
+                group = await self._group(segments[1])
+                if group is None:
+                    raise self._no_route(path)
+                return _json_response(200, group)
+            return await self._group_version(request, segments[1], segments[2], segments[3:])
+        raise self._no_route(path)
+
+    @staticmethod
+    def _no_route(path: str) -> NotFound:
+        return NotFound(
+            "the server could not find the requested resource", reason="NotFound", details={}
+        )
+
+    # ------------------------------------------------------------------ discovery
+
+    def _api_versions(self) -> _Response:
+        address = self.url.removeprefix("http://")
+        return _json_response(
+            200,
+            {
+                "kind": "APIVersions",
+                "versions": ["v1"],
+                "serverAddressByClientCIDRs": [
+                    {"clientCIDR": "0.0.0.0/0", "serverAddress": address}
+                ],
+            },
+        )
+
+    async def _discovered(self) -> tuple[dict[str, list[APIResource]], dict[str, str]]:
+        """Served resources by ``group/version`` (preferred version first per group)."""
+        result = await self.store.discover()
+        by_gv: dict[str, list[APIResource]] = {}
+        for r in sorted(result.resources, key=lambda r: not r.preferred):
+            by_gv.setdefault(r.api_version, []).append(r)
+        return by_gv, dict(result.failed)
+
+    async def _group_list(self) -> JSONDict:
+        by_gv, failed = await self._discovered()
+        groups: dict[str, list[str]] = {}
+        preferred: dict[str, str] = {}
+        for resources in by_gv.values():
+            group, version = resources[0].group, resources[0].version
+            if not group:
+                continue
+            versions = groups.setdefault(group, [])
+            if version not in versions:
+                versions.append(version)
+            if resources[0].preferred:
+                preferred.setdefault(group, version)
+        for gv in failed:
+            group, _, version = gv.rpartition("/")
+            if group and version not in groups.setdefault(group, []):
+                groups[group].append(version)
+        return {
+            "kind": "APIGroupList",
+            "apiVersion": "v1",
+            "groups": [
+                self._group_body(name, versions, preferred.get(name, versions[0]))
+                for name, versions in groups.items()
+            ],
+        }
+
+    @staticmethod
+    def _group_body(name: str, versions: list[str], preferred: str) -> JSONDict:
+        ordered = [preferred, *(v for v in versions if v != preferred)]
+        return {
+            "kind": "APIGroup",
+            "apiVersion": "v1",
+            "name": name,
+            "versions": [{"groupVersion": f"{name}/{v}", "version": v} for v in ordered],
+            "preferredVersion": {"groupVersion": f"{name}/{preferred}", "version": preferred},
+        }
+
+    async def _group(self, name: str) -> JSONDict | None:
+        listing = await self._group_list()
+        for group in listing["groups"]:
+            if group["name"] == name:
+                return dict(group)
+        return None
+
+    async def _resource_list(self, group: str, version: str) -> _Response:
+        by_gv, failed = await self._discovered()
+        gv = f"{group}/{version}" if group else version
+        if gv in failed:
+            raise Unavailable(
+                f"the server is currently unable to handle the request ({gv}: {failed[gv]})",
+                reason="ServiceUnavailable",
+            )
+        if gv not in by_gv:
+            raise self._no_route(f"/{gv}")
+        entries = []
+        for r in by_gv[gv]:
+            entry: JSONDict = {
+                "name": r.resource,
+                "singularName": r.kind.lower(),
+                "namespaced": r.namespaced,
+                "kind": r.kind,
+                "verbs": sorted(r.verbs),
+            }
+            short = _SHORT_NAMES.get((r.group, r.resource))
+            if short:
+                entry["shortNames"] = short
+            if (r.group, r.resource) in _ALL_CATEGORY:
+                entry["categories"] = ["all"]
+            entries.append(entry)
+        body = {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv}
+        return _json_response(200, {**body, "resources": entries})
+
+    # ------------------------------------------------------------------ resources
+
+    async def _group_version(
+        self, request: Request, group: str, version: str, rest: list[str]
+    ) -> _Response | _WatchPlan:
+        if not rest:
+            negotiate(request.headers.get("accept"), conversions=False)
+            return await self._resource_list(group, version)
+        route = self._resource_route(group, version, rest, request.path)
+        method = request.method
+        if route.name is None:
+            if method in ("GET", "HEAD"):
+                if request.param("watch") in ("true", "1"):
+                    return self._watch_plan(request, route)
+                return await self._list(request, route)
+            if method == "POST":
+                return await self._create(request, route)
+            if method == "DELETE":
+                return await self._delete_collection(request, route)
+        else:
+            if method in ("GET", "HEAD"):
+                return await self._get(request, route)
+            if method == "PUT":
+                return await self._update(request, route)
+            if method == "PATCH":
+                return await self._patch(request, route)
+            if method == "DELETE":
+                return await self._delete(request, route)
+        raise MethodNotAllowed(
+            f"the server does not allow this method on the requested resource ({method})",
+            reason="MethodNotAllowed",
+        )
+
+    def _resource_route(
+        self, group: str, version: str, rest: list[str], path: str
+    ) -> _ResourceRoute:
+        namespace: str | None = None
+        if (
+            rest[0] == "namespaces"
+            and len(rest) >= 3
+            and not (group == "" and len(rest) == 3 and rest[2] in ("status", "finalize"))
+        ):
+            namespace, rest = rest[1], rest[2:]
+        if len(rest) > 2:
+            raise NotFound(
+                f"subresource {rest[2]!r} is not served by this server (path {path})",
+                reason="NotFound",
+            )
+        name = rest[1] if len(rest) == 2 else None
+        qualified = f"{rest[0]}.{version}" + (f".{group}" if group else "")
+        try:
+            resource = self.store.resource_by_name(qualified)
+        except RESTMappingError:
+            raise self._no_route(path) from None
+        if resource.group != group or resource.version != version:
+            raise self._no_route(path)
+        if namespace is not None and not resource.namespaced:
+            raise self._no_route(path)
+        if namespace is None and name is not None and resource.namespaced:
+            raise self._no_route(path)
+        return _ResourceRoute(resource, namespace, name)
+
+    async def _list(self, request: Request, route: _ResourceRoute) -> _Response:
+        target = negotiate(request.headers.get("accept"), conversions=True)
+        if target.kind == "PartialObjectMetadata":
+            raise _HTTPError(
+                406,
+                "NotAcceptable",
+                "you requested PartialObjectMetadata, but the requested object is a list",
+            )
+        selector = _filter_from(request)
+        include = request.param("includeObject") or "PartialObjectMetadata"
+        metadata_only = target.kind == "PartialObjectMetadataList" or (
+            target.kind == "Table" and include != "Object"
+        )
+        listed = await self.store.list(
+            route.resource, namespace=route.namespace, metadata_only=metadata_only
+        )
+        items = [o for o in listed.items if selector.matches(o)]
+        rv = listed.resource_version
+        if target.kind == "Table":
+            return _json_response(200, _table(items, target.version, include, rv))
+        if target.kind == "PartialObjectMetadataList":
+            body: JSONDict = {
+                "kind": "PartialObjectMetadataList",
+                "apiVersion": f"{_META_GROUP}/{target.version}",
+                "metadata": {"resourceVersion": rv},
+                "items": [_partial(o, target.version) for o in items],
+            }
+        else:
+            body = {
+                "kind": f"{route.resource.kind}List",
+                "apiVersion": route.resource.api_version,
+                "metadata": {"resourceVersion": rv},
+                "items": items,
+            }
+        return _json_response(200, body)
+
+    def _render_one(self, request: Request, obj: JSONDict, target: _Target) -> JSONDict:
+        if target.kind == "PartialObjectMetadataList":
+            raise _HTTPError(
+                406,
+                "NotAcceptable",
+                "you requested PartialObjectMetadataList, but the requested object is not a list",
+            )
+        if target.kind == "PartialObjectMetadata":
+            return _partial(obj, target.version)
+        if target.kind == "Table":
+            include = request.param("includeObject") or "PartialObjectMetadata"
+            rv = (obj.get("metadata") or {}).get("resourceVersion")
+            return _table([obj], target.version, include, rv)
+        return obj
+
+    async def _get(self, request: Request, route: _ResourceRoute) -> _Response:
+        target = negotiate(request.headers.get("accept"), conversions=True)
+        assert route.name is not None
+        obj = await self.store.get(
+            route.resource,
+            route.name,
+            namespace=route.namespace,
+            metadata_only=False,
+        )
+        return _json_response(200, self._render_one(request, obj, target))
+
+    def _check_dry_run(self, request: Request, options: JSONDict | None = None) -> None:
+        dry_run = request.query.get("dryRun") or (options or {}).get("dryRun")
+        if dry_run:
+            raise BadRequest("dryRun is not supported by this server", reason="BadRequest")
+
+    async def _run_hooks(self, verb: str, resource: APIResource, obj: JSONDict) -> None:
+        for hook in list(self.write_hooks):
+            await hook(verb, resource, obj)
+
+    async def _create(self, request: Request, route: _ResourceRoute) -> _Response:
+        target = negotiate(request.headers.get("accept"), conversions=True)
+        self._check_dry_run(request)
+        _check_json_content_type(request)
+        body = _json_body(request.body, "the object to create")
+        created = await self.store.create(route.resource, body, namespace=route.namespace)
+        await self._run_hooks("create", route.resource, created)
+        return _json_response(201, self._render_one(request, created, target))
+
+    async def _update(self, request: Request, route: _ResourceRoute) -> _Response:
+        target = negotiate(request.headers.get("accept"), conversions=True)
+        self._check_dry_run(request)
+        _check_json_content_type(request)
+        body = _json_body(request.body, "the object to update")
+        assert route.name is not None
+        if isinstance(body, dict):
+            meta = body.get("metadata")
+            if meta is None:
+                body["metadata"] = meta = {}
+            if isinstance(meta, dict):
+                name = meta.setdefault("name", route.name)
+                if name != route.name:
+                    raise BadRequest(
+                        f"the name of the object ({name}) does not match the name on the URL "
+                        f"({route.name})",
+                        reason="BadRequest",
+                    )
+        updated = await self.store.update(route.resource, body, namespace=route.namespace)
+        await self._run_hooks("update", route.resource, updated)
+        return _json_response(200, self._render_one(request, updated, target))
+
+    async def _patch(self, request: Request, route: _ResourceRoute) -> _Response:
+        target = negotiate(request.headers.get("accept"), conversions=True)
+        self._check_dry_run(request)
+        content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        patch_type = _PATCH_TYPES.get(content_type)
+        if patch_type is None:
+            extra = (
+                " (server-side apply is not supported by this server)"
+                if content_type == _APPLY_PATCH
+                else ""
+            )
+            raise UnsupportedPatchType(
+                f'the body of the request was in an unknown format "{content_type}"{extra} - '
+                "accepted media types include: application/json-patch+json, "
+                "application/merge-patch+json, application/strategic-merge-patch+json",
+                reason="UnsupportedMediaType",
+            )
+        document = _json_body(request.body, "the patch")
+        assert route.name is not None
+        patched = await self.store.patch(
+            route.resource, route.name, document, patch_type=patch_type, namespace=route.namespace
+        )
+        await self._run_hooks("patch", route.resource, patched)
+        return _json_response(200, self._render_one(request, patched, target))
+
+    @staticmethod
+    def _delete_options(request: Request) -> JSONDict:
+        """DeleteOptions from the body, or from the query when there is no body
+        (kube-apiserver never merges the two)."""
+        if request.body.strip():
+            options = _json_body(request.body, "the DeleteOptions body")
+            if not isinstance(options, dict):
+                raise BadRequest("DeleteOptions must be a JSON object", reason="BadRequest")
+            kind = options.get("kind")
+            if kind not in (None, "", "DeleteOptions"):
+                raise BadRequest(
+                    f"expected DeleteOptions in the request body, got kind {kind!r}",
+                    reason="BadRequest",
+                )
+            return options
+        options = {}
+        policy = request.param("propagationPolicy")
+        if policy is not None:
+            options["propagationPolicy"] = policy
+        orphan = request.param("orphanDependents")
+        if orphan is not None:
+            if orphan not in ("true", "false"):
+                raise BadRequest(f"invalid orphanDependents value {orphan!r}", reason="BadRequest")
+            options["orphanDependents"] = orphan == "true"
+        return options
+
+    async def _delete(self, request: Request, route: _ResourceRoute) -> _Response:
+        target = negotiate(request.headers.get("accept"), conversions=True)
+        options = self._delete_options(request)
+        self._check_dry_run(request, options)
+        raw = options.get("preconditions")
+        preconditions = None
+        if raw is not None:
+            if not isinstance(raw, dict):
+                raise BadRequest("preconditions must be an object", reason="BadRequest")
+            preconditions = Preconditions(
+                uid=raw.get("uid"), resource_version=raw.get("resourceVersion")
+            )
+        orphan = options.get("orphanDependents")
+        assert route.name is not None
+        obj, removed = await self.store.delete_and_report(
+            route.resource,
+            route.name,
+            namespace=route.namespace,
+            propagation_policy=options.get("propagationPolicy"),
+            preconditions=preconditions,
+            orphan_dependents=orphan,
+        )
+        await self._run_hooks("delete", route.resource, obj)
+        resource = route.resource
+        if removed and (resource.group, resource.resource) not in _RETURN_DELETED_OBJECT:
+            meta = obj.get("metadata") or {}
+            status: JSONDict = {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Success",
+                "details": {
+                    "name": route.name,
+                    "group": resource.group,
+                    "kind": resource.resource,
+                    "uid": meta.get("uid", ""),
+                },
+            }
+            return _json_response(200, status)
+        # 202 only when the object remains and the client asked for cascading
+        # through the deprecated orphanDependents=false (kube-apiserver's rule).
+        code = 202 if not removed and orphan is False else 200
+        return _json_response(code, self._render_one(request, obj, target))
+
+    async def _delete_collection(self, request: Request, route: _ResourceRoute) -> _Response:
+        """deletecollection: every matching object is deleted with the same options."""
+        options = self._delete_options(request)
+        self._check_dry_run(request, options)
+        selector = _filter_from(request)
+        listed = await self.store.list(route.resource, namespace=route.namespace)
+        items = []
+        for item in listed.items:
+            if not selector.matches(item):
+                continue
+            meta = item["metadata"]
+            try:
+                obj, _ = await self.store.delete_and_report(
+                    route.resource,
+                    meta["name"],
+                    namespace=meta.get("namespace"),
+                    propagation_policy=options.get("propagationPolicy"),
+                    orphan_dependents=options.get("orphanDependents"),
+                )
+            except NotFound:
+                continue
+            await self._run_hooks("delete", route.resource, obj)
+            items.append(obj)
+        body = {
+            "kind": f"{route.resource.kind}List",
+            "apiVersion": route.resource.api_version,
+            "metadata": {"resourceVersion": self.store.resource_version},
+            "items": items,
+        }
+        return _json_response(200, body)
+
+    # ------------------------------------------------------------------ watch
+
+    def _watch_plan(self, request: Request, route: _ResourceRoute) -> _WatchPlan:
+        target = negotiate(request.headers.get("accept"), conversions=True)
+        rv = request.param("resourceVersion") or ""
+        if rv and not (rv.isdigit()):
+            raise BadRequest(f"invalid resourceVersion {rv!r}", reason="BadRequest")
+        timeout_text = request.param("timeoutSeconds")
+        timeout: float | None = None
+        if timeout_text:
+            try:
+                timeout = float(int(timeout_text))
+            except ValueError:
+                raise BadRequest(
+                    f"invalid timeoutSeconds {timeout_text!r}", reason="BadRequest"
+                ) from None
+        return _WatchPlan(
+            route=route,
+            resource_version=rv,
+            timeout=timeout,
+            target=target,
+            filter=_filter_from(request),
+            include=request.param("includeObject") or "PartialObjectMetadata",
+        )
+
+    async def _stream_watch(
+        self, plan: _WatchPlan, stream: ByteStream, reader: BufferedByteReceiveStream
+    ) -> bool:
+        """Stream events as newline-delimited JSON in chunks; returns keep-alive.
+
+        Errors after the stream started (too old resourceVersion, a store
+        fault) become an ERROR event carrying a Status, as kube-apiserver's
+        watch cache sends them, and the stream ends cleanly.
+        """
+        writer = ChunkedWriter(stream)
+        await writer.start(200, _JSON_HEADERS)
+        handle = _OpenWatch(anyio.CancelScope())
+        self._watches.add(handle)
+        peer_closed = False
+        try:
+            async with anyio.create_task_group() as tg:
+
+                async def watch_peer() -> None:
+                    nonlocal peer_closed
+                    # A client sends nothing while it watches: any read result
+                    # (EOF or stray bytes) ends the stream.
+                    with contextlib.suppress(Exception):
+                        await reader.receive()
+                    peer_closed = True
+                    handle.scope.cancel()
+
+                tg.start_soon(watch_peer)
+                with handle.scope:
+                    await self._pump_events(plan, writer)
+                tg.cancel_scope.cancel()
+        finally:
+            self._watches.discard(handle)
+        if peer_closed or handle.ending == "drop":
+            # Abrupt end: no terminating chunk, the connection just closes.
+            return False
+        if handle.ending == "expire":
+            await writer.send(self._error_event(self._expired_error()))
+        await writer.finish()
+        return True
+
+    def _expired_error(self) -> ResourceExpired:
+        return ResourceExpired(
+            f"too old resource version: the watch was expired by the server "
+            f"(resourceVersion {self._expired_before})",
+            reason="Expired",
+        )
+
+    @staticmethod
+    def _error_event(error: APIError) -> bytes:
+        return _encode({"type": "ERROR", "object": error.to_status()}) + b"\n"
+
+    async def _pump_events(self, plan: _WatchPlan, writer: ChunkedWriter) -> None:
+        route, target, selector = plan.route, plan.target, plan.filter
+        rv = plan.resource_version
+        if rv and 0 < int(rv) < self._expired_before:
+            await writer.send(self._error_event(self._expired_error()))
+            return
+        metadata_only = target.kind in ("PartialObjectMetadata", "PartialObjectMetadataList") or (
+            target.kind == "Table" and plan.include != "Object"
+        )
+        events = self.store.watch(
+            route.resource,
+            resource_version=rv,
+            namespace=route.namespace,
+            metadata_only=metadata_only,
+            timeout_seconds=plan.timeout,
+        )
+        # Label selectors can start or stop matching: like the apiserver, a
+        # change into the selection is ADDED and out of it is DELETED.
+        visible: set[tuple[str, str]] = set()
+        if selector.labels and rv not in ("", "0"):
+            current = await self.store.list(route.resource, namespace=route.namespace)
+            visible = {_key(o) for o in current.items if selector.matches(o)}
+        first_table = True
+        try:
+            async for event in events:
+                kind = self._filtered_type(event, selector, visible)
+                if kind is None:
+                    continue
+                obj = event.object
+                if target.kind == "Table":
+                    rv_now = (obj.get("metadata") or {}).get("resourceVersion")
+                    obj = _table([obj], target.version, plan.include, rv_now, headers=first_table)
+                    first_table = False
+                elif target.kind is not None and target.version != "v1":
+                    obj = _partial(obj, target.version)
+                await writer.send(_encode({"type": kind, "object": obj}) + b"\n")
+        except APIError as exc:
+            await writer.send(self._error_event(exc))
+        finally:
+            # The store's watch is an async generator: close it deterministically.
+            aclose = getattr(events, "aclose", None)
+            if aclose is not None:
+                with anyio.CancelScope(shield=True):
+                    await aclose()
+
+    @staticmethod
+    def _filtered_type(
+        event: WatchEvent, selector: _Filter, visible: set[tuple[str, str]]
+    ) -> str | None:
+        if selector.empty:
+            return event.type
+        key = _key(event.object)
+        matches = selector.matches(event.object)
+        if event.type == "DELETED":
+            if matches or key in visible:
+                visible.discard(key)
+                return "DELETED"
+            return None
+        if matches:
+            seen = key in visible
+            visible.add(key)
+            return "MODIFIED" if seen and event.type == "MODIFIED" else "ADDED"
+        if key in visible:
+            visible.discard(key)
+            return "DELETED"
+        return None
+
+    # ------------------------------------------------------------------ fault injection
+
+    def inject(
+        self,
+        *,
+        method: str | None = None,
+        path: str | None = None,
+        status: int = 500,
+        retry_after: float | None = None,
+        delay: float = 0.0,
+        times: int = 1,
+        reason: str | None = None,
+        verb: str | None = None,
+    ) -> None:
+        """Answer the next ``times`` matching requests with ``status`` (a Status body).
+
+        ``method`` matches the HTTP method, ``path`` is a regex searched in the
+        request path (without the query), ``verb`` the kube verb (get, list,
+        watch, create, update, patch, delete, deletecollection, discovery).
+        ``delay`` seconds pass before answering; with a ``status`` below 400
+        the request is then served normally (a slow response). ``retry_after``
+        sets the Retry-After header. Faults are matched in the order injected.
+        """
+        if times < 1:
+            raise ValueError("times must be at least 1")
+        fault = _Fault(
+            method=method.upper() if method else None,
+            path=re.compile(path) if path is not None else None,
+            verb=verb,
+            status=status,
+            retry_after=retry_after,
+            delay=delay,
+            remaining=times,
+            reason=reason,
+        )
+        with self._faults_lock:
+            self._faults.append(fault)
+
+    def clear_faults(self) -> None:
+        """Forget every injected fault that has not fired yet."""
+        with self._faults_lock:
+            self._faults.clear()
+
+    async def _apply_fault(self, request: Request, verb: str) -> None:
+        with self._faults_lock:
+            for fault in self._faults:
+                if fault.method is not None and fault.method != request.method:
+                    continue
+                if fault.path is not None and not fault.path.search(request.path):
+                    continue
+                if fault.verb is not None and fault.verb != verb:
+                    continue
+                fault.remaining -= 1
+                if fault.remaining <= 0:
+                    self._faults.remove(fault)
+                break
+            else:
+                return
+        if fault.delay > 0:
+            await anyio.sleep(fault.delay)
+        if fault.status >= 400:
+            reason = fault.reason or _FAULT_REASONS.get(fault.status, "InternalError")
+            raise error_for_status(
+                fault.status,
+                f"injected fault: {fault.status} {reason} for {request.method} {request.path}",
+                reason=reason,
+                retry_after=fault.retry_after,
+            )
+
+    def drop_watches(self) -> None:
+        """End every open watch stream abruptly: the connection closes mid-stream,
+        without the terminating chunk, as when a load balancer or apiserver dies."""
+        self._end_watches("drop")
+
+    def expire_watches(self) -> None:
+        """Compaction: open watches get a 410 Expired ERROR event and end; a later
+        watch from a resourceVersion older than the store's current one gets the
+        same event at once (clients must relist)."""
+        self._expired_before = int(self.store.resource_version)
+        self._end_watches("expire")
+
+    @property
+    def open_watches(self) -> int:
+        """How many watch streams are being served right now."""
+        return len(self._watches)
+
+    def _end_watches(self, how: str) -> None:
+        def end() -> None:
+            for handle in list(self._watches):
+                handle.ending = handle.ending or how
+                handle.scope.cancel()
+
+        self._in_loop(end)
+
+    def _in_loop(self, func: Callable[[], None]) -> None:
+        """Run ``func`` on the server's event loop thread (cancel scopes live there)."""
+        portal = self._portal
+        if portal is None or self._loop_thread == threading.get_ident():
+            func()
+        else:
+            portal.call(func)
+
+    # ------------------------------------------------------------------ request log
+
+    def request_count(self, verb: str | None = None) -> int:
+        """Requests served, of one kube verb (see :meth:`inject`) or in total."""
+        if verb is None:
+            return sum(self.verb_counts.values())
+        return self.verb_counts[verb]
+
+    def clear_requests(self) -> None:
+        """Forget :attr:`requests` and :attr:`verb_counts` (e.g. after setup)."""
+        self.requests.clear()
+        self.verb_counts.clear()
+
+    # ------------------------------------------------------------------ kubeconfig
+
+    def kubeconfig(self, *, context: str = "ownergc", namespace: str = "default") -> JSONDict:
+        """A kubeconfig for :attr:`url` with no credentials (the server has no auth)."""
+        if not self.url:
+            raise RuntimeError("the server is not serving yet: no URL for a kubeconfig")
+        return {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": context, "cluster": {"server": self.url}}],
+            "users": [{"name": context, "user": {}}],
+            "contexts": [
+                {
+                    "name": context,
+                    "context": {"cluster": context, "user": context, "namespace": namespace},
+                }
+            ],
+            "current-context": context,
+            "preferences": {},
+        }
+
+    def write_kubeconfig(self, path: str | os.PathLike[str], **kw: str) -> None:
+        """Write :meth:`kubeconfig` as JSON (which every YAML reader accepts)."""
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(self.kubeconfig(**kw), f, indent=2)
+            f.write("\n")
+
+    # ------------------------------------------------------------------ sync helpers
+
+    def call(self, func: Callable[..., Awaitable[Any]], *args: Any) -> Any:
+        """Run ``await func(*args)`` on the server's loop from another thread.
+
+        For tests using :func:`run_in_thread`: store writes made on the loop
+        thread wake the server's watches at once (the store's rule).
+        """
+        portal = self._portal
+        if portal is None:
+            raise RuntimeError("the server is not serving")
+        return portal.call(func, *args)
+
+
+def _key(obj: JSONDict) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return (meta.get("namespace") or "", meta.get("name") or "")
+
+
+@asynccontextmanager
+async def serve_in_background(
+    store: InMemoryStore, *, host: str = "127.0.0.1", port: int = 0
+) -> AsyncIterator[KubeAPIServer]:
+    """Serve ``store`` in the current event loop for the duration of the block."""
+    server = KubeAPIServer(store, host=host, port=port)
+    async with anyio.create_task_group() as tg:
+        await tg.start(server.serve)
+        try:
+            yield server
+        finally:
+            tg.cancel_scope.cancel()
+
+
+@contextmanager
+def run_in_thread(
+    store: InMemoryStore, *, host: str = "127.0.0.1", port: int = 0, backend: str = "asyncio"
+) -> Iterator[KubeAPIServer]:
+    """Serve ``store`` from an event loop in a background thread, for sync clients
+    (kubectl subprocesses, the official sync client). Store writes from the test
+    thread should go through :meth:`KubeAPIServer.call` to wake watches."""
+    server = KubeAPIServer(store, host=host, port=port)
+    with anyio.from_thread.start_blocking_portal(backend) as portal:
+        future, _url = portal.start_task(server.serve)
+        try:
+            yield server
+        finally:
+            future.cancel()
+            with contextlib.suppress(BaseException):
+                future.result(timeout=10)
