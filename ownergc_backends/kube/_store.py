@@ -22,7 +22,14 @@ import logging
 import math
 import os
 from collections import Counter
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Mapping,
+    Sequence,
+)
 from types import TracebackType
 from typing import Any, Final
 from urllib.parse import quote
@@ -141,9 +148,12 @@ class KubeStore:
         strip_managed_fields: bool = True,
         rate_limiter: TokenBucket | None = None,
         owns_client: bool = True,
+        sleep: Callable[[float], Awaitable[None]] | None = None,
     ) -> None:
         self._api = api_client
         self._owns_client = owns_client
+        #: How Retry-After delays are waited out (injectable so tests need no wall clock).
+        self._sleep = sleep or anyio.sleep
         self.rate_limiter = rate_limiter or TokenBucket(qps, burst)
         self.request_timeout = request_timeout
         self.max_retries = max_retries
@@ -335,7 +345,7 @@ class KubeStore:
                 attempt,
                 self.max_retries,
             )
-            await anyio.sleep(delay)
+            await self._sleep(delay)
 
     @staticmethod
     def _log_apf(resp: aiohttp.ClientResponse, what: str) -> None:

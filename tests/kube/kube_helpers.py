@@ -1,0 +1,58 @@
+"""Helpers shared by the kube-backend tests and benchmarks/cascade.py.
+
+``gc_over_http`` is the e2e harness over real HTTP: an InMemoryStore served
+by the Kubernetes REST facade, a KubeStore pointed at the facade through its
+kubeconfig, and a GarbageCollector on that KubeStore. Assertions keep reading
+the InMemoryStore directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+
+from ownergc.controller import GarbageCollector
+from ownergc_backends.kube import KubeStore
+from ownergc_backends.memory import InMemoryStore
+from ownergc_backends.memory.http import KubeAPIServer, serve_in_background
+
+
+@asynccontextmanager
+async def kube_store_for(server: KubeAPIServer, **options: Any) -> AsyncIterator[KubeStore]:
+    """A KubeStore for ``server``, from the kubeconfig the facade writes (unthrottled
+    unless ``qps`` is given)."""
+    options.setdefault("qps", 0)
+    options.setdefault("burst", 0)
+    store = await KubeStore.from_kubeconfig_dict(server.kubeconfig(), **options)
+    async with store:
+        yield store
+
+
+@asynccontextmanager
+async def served(store: InMemoryStore, **kw: Any) -> AsyncIterator[KubeAPIServer]:
+    async with serve_in_background(store, **kw) as server:
+        yield server
+
+
+@asynccontextmanager
+async def gc_over_http(
+    store: InMemoryStore, *, kube_options: dict[str, Any] | None = None, **gc_kwargs: Any
+) -> AsyncIterator[GarbageCollector]:
+    """``running_gc`` of the e2e suite, but the collector talks HTTP to ``store``."""
+    from e2e_helpers import running_gc
+
+    async with (
+        served(store) as server,
+        kube_store_for(server, **(kube_options or {})) as kube,
+        running_gc(kube, **gc_kwargs) as gc,
+    ):
+        yield gc
+
+
+async def settle_over_http(gc: GarbageCollector, timeout: float = 15.0) -> None:
+    """``settle`` with a longer quiet window: watch events cross a socket now."""
+    with anyio.fail_after(timeout * 2):
+        await gc.wait_idle(settle=0.25)
