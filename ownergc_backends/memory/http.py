@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import os
 import re
 import threading
@@ -512,9 +513,8 @@ def _encode(body: Any) -> bytes:
 
 
 def _retry_after_header(seconds: float) -> str:
-    """Whole seconds as kube-apiserver sends them; a fractional value is kept as given
-    (non-standard, so that tests need not sleep a whole second)."""
-    return str(int(seconds)) if float(seconds).is_integer() else f"{seconds:g}"
+    """Whole seconds, rounded up: the only form HTTP (and urllib3, client-go) accept."""
+    return str(max(0, math.ceil(seconds)))
 
 
 @dataclass(slots=True)

@@ -1,0 +1,57 @@
+"""Fixtures of the HTTP facade suite: an InMemoryStore served over loopback.
+
+``server`` runs the facade in a background thread (for the sync official
+client, kubectl subprocesses and raw ``http.client`` requests); async tests
+use ``serve_in_background`` in the test's own loop instead.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from facade_helpers import Kubectl, find_kubectl
+
+from ownergc_backends.memory import InMemoryStore
+from ownergc_backends.memory.http import KubeAPIServer, run_in_thread
+
+
+@pytest.fixture
+def store() -> InMemoryStore:
+    return InMemoryStore()
+
+
+@pytest.fixture
+def server(store: InMemoryStore) -> Iterator[KubeAPIServer]:
+    with run_in_thread(store) as srv:
+        yield srv
+
+
+@pytest.fixture
+def kubectl(server: KubeAPIServer, tmp_path: Path) -> Kubectl:
+    binary = find_kubectl()
+    if binary is None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("kubectl is required in CI (Debian package kubernetes-client)")
+        pytest.skip("no kubectl on PATH (set OWNERGC_KUBECTL or install kubernetes-client)")
+    config = tmp_path / "kubeconfig"
+    server.write_kubeconfig(config)
+    return Kubectl(binary, config, tmp_path / "cache", tmp_path)
+
+
+@pytest.fixture
+def api_client(server: KubeAPIServer) -> Iterator[Any]:
+    """The official sync client configured from the facade's kubeconfig."""
+    kubernetes = pytest.importorskip("kubernetes")
+    client = kubernetes.config.new_client_from_config_dict(server.kubeconfig())
+    try:
+        yield client
+    finally:
+        client.close()
