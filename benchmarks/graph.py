@@ -3,11 +3,12 @@
 For each shape (owners x dependents-per-owner) this builds watch-event
 objects up front (as a watch decoder would hand them over), then times:
 
-* add events: ``GraphBuilder.process_upsert`` for every owner, then every
-  dependent, dispatching the builder's outboxes into the controller's
-  work queues exactly as ``GarbageCollector`` does;
-* delete events for the owners (``process_delete``), which enqueue every
-  dependent for attemptToDelete.
+* add events: a watch ADDED event for every owner, then every dependent,
+  through the controller's own path (``GarbageCollector``'s monitor
+  callback, its graph-changes queue and graph-builder loop, which applies
+  ``GraphBuilder.process_upsert`` and dispatches into the work queues);
+* DELETED events for the owners, which enqueue every dependent for
+  attemptToDelete.
 
 Memory: tracemalloc measures what the graph and the queues hold after the
 adds (event bodies are not retained by the controller and are excluded).
@@ -29,7 +30,9 @@ from typing import Any
 import anyio
 
 from ownergc import GraphBuilder
-from ownergc.controller import WorkQueue
+from ownergc.controller import GarbageCollector, WorkQueue
+from ownergc.controller._gc import _Monitor
+from ownergc.protocols import APIResource, WatchEvent
 
 
 def make_objects(owners: int, per_owner: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -80,42 +83,86 @@ def make_objects(owners: int, per_owner: int) -> tuple[list[dict[str, Any]], lis
     return owner_objs, dep_objs
 
 
+class _UnusedStore:
+    """The benchmark feeds events directly; the collector never calls its store."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"benchmark store called: {name}")
+
+
 class Harness:
-    """The controller's event path without the store: builder + queue dispatch."""
+    """The controller's own event path: monitor callback -> graph-changes queue ->
+    graph builder loop -> attemptToDelete / attemptToOrphan queues."""
 
     def __init__(self) -> None:
-        self.builder = GraphBuilder()
-        self.to_delete: WorkQueue[Any] = WorkQueue("garbage_collector_attempt_to_delete")
-        self.to_orphan: WorkQueue[Any] = WorkQueue("garbage_collector_attempt_to_orphan")
+        self.gc = GarbageCollector(_UnusedStore())  # type: ignore[arg-type]
+        self.monitors = {
+            (av, kind): _Monitor(
+                APIResource(group, version, resource, kind, True, frozenset(VERBS)),
+                anyio.CancelScope(),
+            )
+            for av, group, version, resource, kind in (
+                ("apps/v1", "apps", "v1", "replicasets", "ReplicaSet"),
+                ("v1", "", "v1", "pods", "Pod"),
+            )
+        }
 
-    def dispatch(self) -> None:
-        b = self.builder
-        if b.attempt_to_delete or b.attempt_to_delete_rate_limited or b.attempt_to_orphan:
-            to_delete, limited, orphan, _events = b.drain()
-            for n in to_delete:
-                self.to_delete.add(n)
-            for n in limited:
-                self.to_delete.add_rate_limited(n)
-            for n in orphan:
-                self.to_orphan.add(n)
+    @property
+    def builder(self) -> GraphBuilder:
+        return self.gc.builder
 
-    def add_all(self, objs: list[dict[str, Any]], api_version: str, kind: str) -> None:
-        upsert = self.builder.process_upsert
-        dispatch = self.dispatch
-        for obj in objs:
-            upsert(obj, api_version, kind)
-            dispatch()
+    @property
+    def to_delete(self) -> WorkQueue[Any]:
+        return self.gc.attempt_to_delete
 
-    def delete_all(self, objs: list[dict[str, Any]], api_version: str, kind: str) -> None:
-        delete = self.builder.process_delete
-        dispatch = self.dispatch
-        for obj in objs:
-            delete(obj, api_version, kind)
-            dispatch()
+    async def feed(self, events: list[WatchEvent], api_version: str, kind: str) -> None:
+        mon = self.monitors[(api_version, kind)]
+        on_event = self.gc._on_watch_event
+        gc = self.gc
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(gc._graph_builder_loop)
+            for start in range(0, len(events), BATCH):
+                for event in events[start : start + BATCH]:
+                    on_event(mon, event)
+                while gc._pending_changes:
+                    await anyio.sleep(0)
+            tg.cancel_scope.cancel()
+
+
+VERBS = ("create", "delete", "get", "list", "patch", "update", "watch")
+#: Events delivered per watch read (a chunk of a watch stream).
+BATCH = 1000
+
+
+async def measure_memory(owners: int, per_owner: int) -> float:
+    """Bytes the controller retains per object once the event bodies are gone.
+
+    The bodies are built inside the traced window and dropped after feeding,
+    so strings the graph keeps (names, uids, resourceVersions) are counted and
+    the transient bodies are not.
+    """
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    owner_objs, dep_objs = make_objects(owners, per_owner)
+    n_objects = len(owner_objs) + len(dep_objs)
+    h = Harness()
+    await h.feed([WatchEvent("ADDED", o) for o in owner_objs], "apps/v1", "ReplicaSet")
+    await h.feed([WatchEvent("ADDED", o) for o in dep_objs], "v1", "Pod")
+    del owner_objs, dep_objs
+    gc.collect()
+    after = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    assert len(h.builder.uid_to_node) == n_objects
+    del h
+    return (after - before) / n_objects
 
 
 async def run_shape(owners: int, per_owner: int, repeat: int) -> dict[str, Any]:
     owner_objs, dep_objs = make_objects(owners, per_owner)
+    owner_adds = [WatchEvent("ADDED", o) for o in owner_objs]
+    dep_adds = [WatchEvent("ADDED", o) for o in dep_objs]
+    owner_deletes = [WatchEvent("DELETED", o) for o in owner_objs]
     n_objects = len(owner_objs) + len(dep_objs)
     # The pre-built event bodies stand in for what a watch decoder hands over
     # and drops; freeze them so the cyclic GC does not rescan them on every
@@ -123,30 +170,26 @@ async def run_shape(owners: int, per_owner: int, repeat: int) -> dict[str, Any]:
     gc.collect()
     gc.freeze()
     best_add = best_del = 0.0
-    bytes_per_object = 0.0
-    for attempt in range(repeat):
-        gc.collect()
-        if attempt == 0:
-            tracemalloc.start()
-            before = tracemalloc.get_traced_memory()[0]
+    for _ in range(repeat):
         h = Harness()
         t0 = time.perf_counter()
-        h.add_all(owner_objs, "apps/v1", "ReplicaSet")
-        h.add_all(dep_objs, "v1", "Pod")
+        await h.feed(owner_adds, "apps/v1", "ReplicaSet")
+        await h.feed(dep_adds, "v1", "Pod")
         t1 = time.perf_counter()
-        if attempt == 0:
-            after = tracemalloc.get_traced_memory()[0]
-            tracemalloc.stop()
-            bytes_per_object = (after - before) / n_objects
         assert len(h.builder.uid_to_node) == n_objects
         t2 = time.perf_counter()
-        h.delete_all(owner_objs, "apps/v1", "ReplicaSet")
+        await h.feed(owner_deletes, "apps/v1", "ReplicaSet")
         t3 = time.perf_counter()
         assert len(h.to_delete) == len(dep_objs)
         best_add = max(best_add, n_objects / (t1 - t0))
         best_del = max(best_del, owners / (t3 - t2))
         del h
-    result = {
+        gc.collect()
+    del owner_objs, dep_objs, owner_adds, dep_adds, owner_deletes
+    gc.unfreeze()
+    gc.collect()
+    bytes_per_object = await measure_memory(owners, per_owner)
+    return {
         "shape": f"{owners}x{per_owner}",
         "objects": n_objects,
         "add_events_per_s": round(best_add),
@@ -154,9 +197,6 @@ async def run_shape(owners: int, per_owner: int, repeat: int) -> dict[str, Any]:
         "dependents_enqueued_per_s": round(best_del * per_owner),
         "bytes_per_object": round(bytes_per_object),
     }
-    del owner_objs, dep_objs
-    gc.unfreeze()
-    return result
 
 
 def main() -> None:

@@ -300,7 +300,7 @@ def decide_attempt_to_delete(
     if latest is None:
         return _plan(EnqueueVirtualDelete(node.identity))
     meta = metadata_of(latest)
-    if meta.get("uid") != node.identity.uid:
+    if meta.get("uid") != node.uid:
         return _plan(EnqueueVirtualDelete(node.identity))
     if node.deleting_dependents:
         return plan_deleting_dependents(node, latest)
@@ -391,7 +391,7 @@ def plan_attempt_to_orphan(owner: Node) -> tuple[list[Patch], RemoveFinalizer]:
     each dependent (refs and resourceVersion), so a stale view fails with 409
     and is retried rather than overwriting a newer list.
     """
-    uid = owner.identity.uid
+    uid = owner.uid
     patches = []
     for dep in owner.dependents:
         remaining = [ref.to_dict() for ref in dep.owners if ref.uid != uid]
@@ -404,7 +404,7 @@ def plan_attempt_to_orphan(owner: Node) -> tuple[list[Patch], RemoveFinalizer]:
         patches.append(
             Patch(
                 dep.identity,
-                delete_owner_refs_strategic_merge_patch(dep.identity.uid, uid),
+                delete_owner_refs_strategic_merge_patch(dep.uid, uid),
                 jmp,
                 why=f"orphan: owner {owner.identity} is deleted with the orphan policy",
             )

@@ -100,9 +100,9 @@ def select_component(graph: Mapping[str, Node], uids: Iterable[str]) -> list[Nod
     stack = [graph[uid] for uid in uids if uid in graph]
     while stack:
         node = stack.pop()
-        if node.identity.uid in seen:
+        if node.uid in seen:
             continue
-        seen[node.identity.uid] = node
+        seen[node.uid] = node
         stack.extend(node.dependents)
         for ref in node.owners:
             owner = graph.get(ref.uid)
@@ -139,10 +139,10 @@ def graph_to_dot(graph: Mapping[str, Node], uids: Iterable[str] | None = None) -
     vertices: dict[str, DOTVertex] = {}
     for node in nodes:
         if node.owners or node.dependents:
-            vertices[node.identity.uid] = _vertex(node)
+            vertices[node.uid] = _vertex(node)
     edges: set[tuple[str, str]] = set()
     for node in nodes:
-        from_uid = node.identity.uid
+        from_uid = node.uid
         if from_uid not in vertices:
             continue
         for ref in node.owners:

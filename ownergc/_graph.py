@@ -44,7 +44,7 @@ from ownergc._refs import (
     metadata_of,
     owner_references_of,
 )
-from ownergc.errors import InvalidObject
+from ownergc.errors import InvalidObject, InvalidOwnerReference
 
 __all__ = [
     "AbsentOwnerCache",
@@ -61,6 +61,9 @@ __all__ = [
 ]
 
 _NO_DEPENDENTS: frozenset[Node] = frozenset()
+_NO_OWNERS: tuple[OwnerReference, ...] = ()
+#: Parsed owner references kept for reuse by siblings (cleared when full).
+_REF_CACHE_SIZE = 65536
 
 
 class _FromGraph:
@@ -79,21 +82,24 @@ class Node:
     """One object (or a virtual stand-in for an unobserved owner) in the graph.
 
     ``dependents`` starts as a shared empty frozenset and becomes a set on the
-    first dependent, which keeps leaf nodes (most of a cluster) small.
+    first dependent, which keeps leaf nodes (most of a cluster) small. The
+    identity is held as a plain tuple of strings (which the cyclic garbage
+    collector stops tracking) and handed out as an :class:`ObjectReference`.
     """
 
     __slots__ = (
+        "_ident",
         "being_deleted",
         "deleting_dependents",
         "dependents",
         "finalizers",
-        "identity",
         "owners",
         "resource_version",
         "virtual",
     )
 
-    identity: ObjectReference
+    #: (apiVersion, kind, name, uid, namespace)
+    _ident: tuple[str, str, str, str, str | None]
     owners: tuple[OwnerReference, ...]
     dependents: set[Node] | frozenset[Node]
     being_deleted: bool
@@ -125,8 +131,27 @@ class Node:
         self.finalizers = finalizers
 
     @property
+    def identity(self) -> ObjectReference:
+        """The object's identity (coordinates + namespace)."""
+        return _new_identity(*self._ident)
+
+    @identity.setter
+    def identity(self, identity: ObjectReference) -> None:
+        self._ident = (
+            identity.api_version,
+            identity.kind,
+            identity.name,
+            identity.uid,
+            identity.namespace,
+        )
+
+    @property
     def uid(self) -> str:
-        return self.identity.uid
+        return self._ident[3]
+
+    @property
+    def namespace(self) -> str | None:
+        return self._ident[4]
 
     def add_dependent(self, dependent: Node) -> None:
         deps = self.dependents
@@ -145,7 +170,7 @@ class Node:
 
         A dependent with two blocking refs is listed twice, as upstream does.
         """
-        uid = self.identity.uid
+        uid = self._ident[3]
         return [
             dep
             for dep in self.dependents
@@ -186,7 +211,7 @@ class UIDToNode(dict[str, Node]):
     def check_invariants(self) -> None:
         """Raise AssertionError if the owner/dependent links are inconsistent."""
         for uid, node in self.items():
-            if node.identity.uid != uid:
+            if node.uid != uid:
                 raise AssertionError(f"node {node!r} stored under uid {uid}")
             for dep in node.dependents:
                 if not any(ref.uid == uid for ref in dep.owners):
@@ -360,7 +385,7 @@ def partition_dependents(
     coords = identity.coordinates
     namespaced = identity.namespace is not None
     for dep in dependents:
-        if namespaced and dep.identity.namespace != identity.namespace:
+        if namespaced and dep.namespace != identity.namespace:
             non_matching.append(dep)
             continue
         is_match = is_non_match = False
@@ -395,7 +420,7 @@ def get_alternate_owner_identity(
     absent_cluster_scoped = verified_absent.namespace is None
     candidates: set[ObjectReference] = set()
     for dep in dependents:
-        dep_ns = dep.identity.namespace
+        dep_ns = dep.namespace
         for ref in dep.owners:
             if ref.uid != verified_absent.uid:
                 continue
@@ -421,6 +446,47 @@ def get_alternate_owner_identity(
     return ordered[0]
 
 
+_set_identity_fields = tuple(
+    ObjectReference.__dict__[f].__set__
+    for f in ("api_version", "kind", "name", "uid", "namespace")
+)
+_new_object = object.__new__
+
+
+def _new_identity(
+    api_version: str, kind: str, name: str, uid: str, namespace: str | None
+) -> ObjectReference:
+    """ObjectReference(...) without the frozen dataclass's per-field __setattr__ detour."""
+    ident: ObjectReference = _new_object(ObjectReference)
+    s_av, s_kind, s_name, s_uid, s_ns = _set_identity_fields
+    s_av(ident, api_version)
+    s_kind(ident, kind)
+    s_name(ident, name)
+    s_uid(ident, uid)
+    s_ns(ident, namespace)
+    return ident
+
+
+def _new_node(
+    ident: tuple[str, str, str, str, str | None],
+    owners: tuple[OwnerReference, ...],
+    being_deleted: bool,
+    deleting_dependents: bool,
+    resource_version: str | None,
+    finalizers: tuple[str, ...],
+) -> Node:
+    node: Node = _new_object(Node)
+    node._ident = ident
+    node.owners = owners
+    node.dependents = _NO_DEPENDENTS
+    node.being_deleted = being_deleted
+    node.deleting_dependents = deleting_dependents
+    node.virtual = False
+    node.resource_version = resource_version
+    node.finalizers = finalizers
+    return node
+
+
 class GraphBuilder:
     """Applies watch events to the graph, one at a time, and says what to do next.
 
@@ -430,6 +496,7 @@ class GraphBuilder:
     """
 
     __slots__ = (
+        "_ref_cache",
         "absent_owner_cache",
         "attempt_to_delete",
         "attempt_to_delete_rate_limited",
@@ -441,6 +508,7 @@ class GraphBuilder:
     def __init__(self, absent_owner_cache_size: int = 500) -> None:
         self.uid_to_node = UIDToNode()
         self.absent_owner_cache = AbsentOwnerCache(absent_owner_cache_size)
+        self._ref_cache: dict[str, OwnerReference] = {}
         self.attempt_to_delete: list[Node] = []
         self.attempt_to_delete_rate_limited: list[Node] = []
         self.attempt_to_orphan: list[Node] = []
@@ -466,25 +534,29 @@ class GraphBuilder:
             meta = obj.get("metadata")
         except AttributeError:
             raise InvalidObject(f"{kind} object must be a JSON object, got {obj!r}") from None
-        if not isinstance(meta, Mapping):
+        if type(meta) is not dict and not isinstance(meta, Mapping):
             raise InvalidObject(f"{kind} object without metadata: {obj!r}")
-        uid = meta.get("uid")
-        name = meta.get("name")
+        get = meta.get
+        uid = get("uid")
+        name = get("name")
         if type(uid) is not str or not uid or type(name) is not str or not name:
             raise InvalidObject(f"{kind} object without usable metadata.uid/name: {dict(meta)!r}")
-        owners = owner_references_of(obj)
-        namespace = meta.get("namespace") or None
+        raw_refs = get("ownerReferences")
+        owners = self._parse_owner_references(raw_refs) if raw_refs else _NO_OWNERS
+        if raw_refs is not None and not raw_refs and type(raw_refs) is not list:
+            owners = owner_references_of(obj)  # raises the clear error
+        namespace = get("namespace") or None
         if namespace is not None and type(namespace) is not str:
             raise InvalidObject(f"metadata.namespace must be a string, got {namespace!r}")
-        being_deleted = meta.get("deletionTimestamp") is not None
-        raw_finalizers = meta.get("finalizers")
+        being_deleted = get("deletionTimestamp") is not None
+        raw_finalizers = get("finalizers")
         if raw_finalizers:
             if type(raw_finalizers) is not list:
                 raise InvalidObject(f"metadata.finalizers must be a list, got {raw_finalizers!r}")
             finalizers: tuple[str, ...] = tuple(raw_finalizers)
         else:
             finalizers = ()
-        rv = meta.get("resourceVersion")
+        rv = get("resourceVersion")
 
         graph = self.uid_to_node
         node = graph.get(uid)
@@ -501,13 +573,13 @@ class GraphBuilder:
             node = self._observe(node, ObjectReference(api_version, kind, name, uid, namespace))
 
         if node is None:
-            node = Node(
-                ObjectReference(api_version, kind, name, uid, namespace),
+            node = _new_node(
+                (api_version, kind, name, uid, namespace),
                 owners,
-                being_deleted=being_deleted,
-                deleting_dependents=being_deleted and FINALIZER_DELETE_DEPENDENTS in finalizers,
-                resource_version=rv,
-                finalizers=finalizers,
+                being_deleted,
+                being_deleted and FINALIZER_DELETE_DEPENDENTS in finalizers,
+                rv,
+                finalizers,
             )
             graph[uid] = node
             if owners:
@@ -534,6 +606,41 @@ class GraphBuilder:
         if being_deleted:
             self._process_transitions(old_state, (True, finalizers), node)
         return node
+
+    def _parse_owner_references(self, raw: Any) -> tuple[OwnerReference, ...]:
+        """Parse ownerReferences, reusing the OwnerReference of an identical earlier entry.
+
+        Siblings share their owner's reference (a ReplicaSet's pods all carry
+        the same one), so keeping one object per owner uid saves a parse and
+        its memory for every sibling after the first.
+        """
+        if type(raw) is not list:
+            raise InvalidOwnerReference(
+                f"metadata.ownerReferences must be a list, got {type(raw).__name__}"
+            )
+        cache = self._ref_cache
+        out = []
+        for entry in raw:
+            if type(entry) is dict:
+                get = entry.get
+                ref_uid = get("uid")
+                cached = cache.get(ref_uid) if type(ref_uid) is str else None
+                if (
+                    cached is not None
+                    and cached.name == get("name")
+                    and cached.kind == get("kind")
+                    and cached.api_version == get("apiVersion")
+                    and cached.controller is get("controller")
+                    and cached.block_owner_deletion is get("blockOwnerDeletion")
+                ):
+                    out.append(cached)
+                    continue
+            ref = OwnerReference.from_dict(entry)
+            if len(cache) >= _REF_CACHE_SIZE:
+                cache.clear()
+            cache[ref.uid] = ref
+            out.append(ref)
+        return tuple(out)
 
     def process_delete(self, obj: Mapping[str, Any], api_version: str, kind: str) -> None:
         """A Delete from a monitor (tombstones already unwrapped)."""
@@ -596,7 +703,7 @@ class GraphBuilder:
         if observed != node.identity:
             _, non_matching = partition_dependents(node.dependents, observed)
             for dep in non_matching:
-                if observed.namespace is not None and dep.identity.namespace != observed.namespace:
+                if observed.namespace is not None and dep.namespace != observed.namespace:
                     self.events.append(_invalid_namespace_event(dep, observed.uid))
                 self.attempt_to_delete.append(dep)
             node = node.copy_with_identity(observed)
@@ -606,7 +713,7 @@ class GraphBuilder:
 
     def _add_dependent_to_owners(self, node: Node, owners: Iterable[OwnerReference]) -> None:
         graph = self.uid_to_node
-        ns = node.identity.namespace
+        ns = node._ident[4]
         flagged = False
         for ref in owners:
             owner = graph.get(ref.uid)
@@ -622,17 +729,16 @@ class GraphBuilder:
             owner.add_dependent(node)
             if flagged:
                 continue
-            owner_id = owner.identity
-            owner_ns = owner_id.namespace
+            owner_av, owner_kind, owner_name, owner_uid, owner_ns = owner._ident
             if owner_ns is not None and owner_ns != ns:
                 flagged = True
                 if not owner.virtual:
                     self.events.append(_invalid_namespace_event(node, ref.uid))
             elif (
-                ref.uid != owner_id.uid
-                or ref.name != owner_id.name
-                or ref.kind != owner_id.kind
-                or ref.api_version != owner_id.api_version
+                ref.uid != owner_uid
+                or ref.name != owner_name
+                or ref.kind != owner_kind
+                or ref.api_version != owner_av
             ):
                 flagged = True
             elif owner_ns is None and ns is not None and owner.virtual:
@@ -670,7 +776,7 @@ class GraphBuilder:
 
     def _remove_node(self, node: Node, identity: ObjectReference) -> None:
         graph = self.uid_to_node
-        uid = node.identity.uid
+        uid = node.uid
         if graph.get(uid) is node:
             del graph[uid]
         for ref in node.owners:

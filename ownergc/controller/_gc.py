@@ -48,7 +48,7 @@ from ownergc._decisions import (
 )
 from ownergc._graph import GraphBuilder, InvalidNamespaceEvent, Node, UIDToNode
 from ownergc._refs import ObjectReference, OwnerReference, metadata_of, owner_references_of
-from ownergc.controller._queue import WorkQueue
+from ownergc.controller._queue import FIFOQueue, WorkQueue
 from ownergc.errors import (
     Conflict,
     Invalid,
@@ -189,7 +189,7 @@ class GarbageCollector:
         self._mapper = _RESTMapper()
         self._monitors: dict[APIResource, _Monitor] = {}
         self._events_resource: APIResource | None = None
-        self._graph_changes: WorkQueue[_GraphChange] = WorkQueue("garbage_collector_graph_changes")
+        self._graph_changes: FIFOQueue[_GraphChange] = FIFOQueue("garbage_collector_graph_changes")
         self.attempt_to_delete: WorkQueue[Node] = WorkQueue("garbage_collector_attempt_to_delete")
         self.attempt_to_orphan: WorkQueue[Node] = WorkQueue("garbage_collector_attempt_to_orphan")
         self._pending_changes = 0
@@ -206,7 +206,7 @@ class GarbageCollector:
         return self.builder.uid_to_node
 
     @property
-    def queues(self) -> tuple[WorkQueue[Any], ...]:
+    def queues(self) -> tuple[WorkQueue[Any] | FIFOQueue[Any], ...]:
         return (self._graph_changes, self.attempt_to_delete, self.attempt_to_orphan)
 
     def monitored_resources(self) -> list[APIResource]:
@@ -347,7 +347,7 @@ class GarbageCollector:
             uid = metadata_of(obj).get("uid")
             if isinstance(uid, str):
                 seen.add(uid)
-            self._enqueue_change(_GraphChange("upsert", obj, res))
+            self._enqueue_change((_UPSERT, obj, res))
         # Objects the graph holds for this resource that vanished while we were
         # not watching: deliver their deletes (the informer's relist diff).
         av, kind = res.api_version, res.kind
@@ -359,10 +359,10 @@ class GarbageCollector:
                 and ident.api_version == av
                 and ident.uid not in seen
             ):
-                self._enqueue_change(_GraphChange("delete", _tombstone(ident), res))
+                self._enqueue_change((_DELETE, _tombstone(ident), res))
         mon.resource_version = listed.resource_version
         if not mon.synced:
-            self._enqueue_change(_GraphChange("synced", mon, res))
+            self._enqueue_change((_SYNCED, mon, res))
 
     async def _watch(self, mon: _Monitor) -> None:
         assert mon.resource_version is not None
@@ -383,18 +383,19 @@ class GarbageCollector:
 
     def _on_watch_event(self, mon: _Monitor, event: WatchEvent) -> None:
         obj = event.object
-        rv = metadata_of(obj).get("resourceVersion")
-        if event.type == "BOOKMARK":
-            if isinstance(rv, str):
-                mon.resource_version = rv
+        meta = obj.get("metadata") if type(obj) is dict else None
+        rv = meta.get("resourceVersion") if type(meta) is dict else None
+        etype = event.type
+        if etype == "ADDED" or etype == "MODIFIED":
+            self._pending_changes += 1
+            self._graph_changes.add((_UPSERT, obj, mon.resource))
+        elif etype == "DELETED":
+            self._pending_changes += 1
+            self._graph_changes.add((_DELETE, obj, mon.resource))
+        elif etype != "BOOKMARK":
+            self.log.warning("unknown watch event type %r", etype)
             return
-        if event.type == "DELETED":
-            self._enqueue_change(_GraphChange("delete", obj, mon.resource))
-        elif event.type in ("ADDED", "MODIFIED"):
-            self._enqueue_change(_GraphChange("upsert", obj, mon.resource))
-        else:
-            self.log.warning("unknown watch event type %r", event.type)
-        if isinstance(rv, str):
+        if type(rv) is str:
             mon.resource_version = rv
 
     # -- graph builder -----------------------------------------------------
@@ -404,41 +405,53 @@ class GarbageCollector:
         self._graph_changes.add(change)
 
     async def _graph_builder_loop(self) -> None:
+        """Apply graph changes strictly in order; the only writer of the graph."""
         queue = self._graph_changes
+        process = self._process_graph_change
         while True:
-            change = await queue.get()
+            batch = await queue.drain()
+            count = len(batch)
+            self.metrics.events_processed += count
             try:
-                self._process_graph_change(change)
-            except InvalidObject as exc:
-                self.metrics.errors += 1
-                self.log.error("ignoring malformed object from %s: %s", change.resource, exc)
-            except Exception:
-                self.metrics.errors += 1
-                self.log.exception("failed to process graph change %r", change.kind)
+                while batch:
+                    change = batch.popleft()
+                    try:
+                        process(change)
+                    except InvalidObject as exc:
+                        self.metrics.errors += 1
+                        self.log.error("ignoring malformed object from %s: %s", change[2], exc)
+                    except Exception:
+                        self.metrics.errors += 1
+                        self.log.exception("failed to process graph change %r", change[0])
+                    finally:
+                        self._pending_changes -= 1
             finally:
-                self._pending_changes -= 1
-                queue.done(change)
+                queue.done_batch(count)
 
     def _process_graph_change(self, change: _GraphChange) -> None:
         builder = self.builder
-        self.metrics.events_processed += 1
-        if change.kind == "upsert":
-            res = change.resource
-            assert res is not None and isinstance(change.payload, Mapping)
-            builder.process_upsert(change.payload, res.api_version, res.kind)
-        elif change.kind == "delete":
-            res = change.resource
-            assert res is not None and isinstance(change.payload, Mapping)
-            builder.process_delete(change.payload, res.api_version, res.kind)
-        elif change.kind == "virtual_delete":
-            assert isinstance(change.payload, ObjectReference)
-            builder.process_virtual_delete(change.payload)
-        elif change.kind == "synced":
-            assert isinstance(change.payload, _Monitor)
-            change.payload.synced = True
+        kind, payload, res = change
+        if kind is _UPSERT:
+            assert res is not None
+            builder.process_upsert(payload, res.api_version, res.kind)  # type: ignore[arg-type]
+        elif kind is _DELETE:
+            assert res is not None
+            builder.process_delete(payload, res.api_version, res.kind)  # type: ignore[arg-type]
+        elif kind is _VIRTUAL_DELETE:
+            assert isinstance(payload, ObjectReference)
+            builder.process_virtual_delete(payload)
+        elif kind is _SYNCED:
+            assert isinstance(payload, _Monitor)
+            payload.synced = True
             if self.is_synced():
                 self._synced.set()
-        self._dispatch_builder_outputs()
+        if (
+            builder.attempt_to_delete
+            or builder.attempt_to_delete_rate_limited
+            or builder.attempt_to_orphan
+            or builder.events
+        ):
+            self._dispatch_builder_outputs()
 
     def _dispatch_builder_outputs(self) -> None:
         to_delete, rate_limited, to_orphan, events = self.builder.drain()
@@ -522,7 +535,7 @@ class GarbageCollector:
     async def _process_attempt_to_delete(self, node: Node) -> None:
         queue = self.attempt_to_delete
         if node.virtual:
-            current = self.builder.uid_to_node.get(node.identity.uid)
+            current = self.builder.uid_to_node.get(node.uid)
             if current is None or not current.virtual:
                 queue.forget(node)
                 return
@@ -642,7 +655,7 @@ class GarbageCollector:
                     and not known.virtual
                     and known.resource_version is not None
                     and known.identity.coordinates == ref.coordinates
-                    and known.identity.namespace == lookup.namespace
+                    and known.namespace == lookup.namespace
                 ):
                     owners[ref] = _node_as_object(known)
                     continue
@@ -667,7 +680,7 @@ class GarbageCollector:
             if isinstance(step, Done):
                 self.log.debug("%s: %s", node.identity, step.reason)
             elif isinstance(step, EnqueueVirtualDelete):
-                self._enqueue_change(_GraphChange("virtual_delete", step.identity, None))
+                self._enqueue_change((_VIRTUAL_DELETE, step.identity, None))
                 raise _VirtualDeleteEnqueued(str(step.identity))
             elif isinstance(step, EnqueueDelete):
                 for dep in step.nodes:
@@ -740,7 +753,7 @@ class GarbageCollector:
             except NotFound as exc:
                 if cached:
                     raise _StaleCache(str(exc)) from exc
-                self._enqueue_change(_GraphChange("virtual_delete", ident, None))
+                self._enqueue_change((_VIRTUAL_DELETE, ident, None))
                 raise _VirtualDeleteEnqueued(str(ident)) from None
             except Conflict as exc:
                 if cached:
@@ -751,7 +764,7 @@ class GarbageCollector:
                 # unchanged the decision still holds, so retry on uid alone.
                 latest = await self._get_or_none(resource, ident)
                 if latest is None:
-                    self._enqueue_change(_GraphChange("virtual_delete", ident, None))
+                    self._enqueue_change((_VIRTUAL_DELETE, ident, None))
                     raise _VirtualDeleteEnqueued(str(ident)) from None
                 if (
                     metadata_of(latest).get("uid") != ident.uid
@@ -838,15 +851,12 @@ class GarbageCollector:
             self.on_action(what, details)
 
 
-class _GraphChange:
-    """An item of the graph-changes queue (compared by identity, never deduplicated)."""
-
-    __slots__ = ("kind", "payload", "resource")
-
-    def __init__(self, kind: str, payload: object, resource: APIResource | None) -> None:
-        self.kind = kind
-        self.payload = payload
-        self.resource = resource
+#: Graph-change kinds; an item of the graph-changes queue is (kind, payload, resource).
+_UPSERT = "upsert"
+_DELETE = "delete"
+_VIRTUAL_DELETE = "virtual_delete"
+_SYNCED = "synced"
+_GraphChange = tuple[str, object, "APIResource | None"]
 
 
 def _node_as_object(node: Node) -> dict[str, Any]:

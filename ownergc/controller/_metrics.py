@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from ownergc.controller._queue import Histogram, WorkQueue
+from ownergc.controller._queue import FIFOQueue, Histogram, WorkQueue
 
 if TYPE_CHECKING:
     from ownergc.controller._gc import GarbageCollector
@@ -62,7 +62,9 @@ class _Writer:
         return "\n".join(self.lines) + "\n"
 
 
-def render_queue_metrics(queues: Iterable[WorkQueue[Any]], out: _Writer | None = None) -> str:
+def render_queue_metrics(
+    queues: Iterable[WorkQueue[Any] | FIFOQueue[Any]], out: _Writer | None = None
+) -> str:
     """client-go workqueue metrics for ``queues``."""
     w = out or _Writer()
     queues = list(queues)
