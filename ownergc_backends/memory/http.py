@@ -37,7 +37,7 @@ import os
 import re
 import threading
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -622,6 +622,7 @@ class KubeAPIServer:
         self._watches: set[_OpenWatch] = set()
         self._expired_before = 0
         self._portal: anyio.from_thread.BlockingPortal | None = None
+        self._task_group: anyio.abc.TaskGroup | None = None
         self._loop_thread: int | None = None
 
     # ------------------------------------------------------------------ serving
@@ -639,10 +640,12 @@ class KubeAPIServer:
             self._loop_thread = threading.get_ident()
             try:
                 async with anyio.create_task_group() as tg:
+                    self._task_group = tg
                     task_status.started(self.url)
                     await listener.serve(self._connection, task_group=tg)
             finally:
                 self._portal = None
+                self._task_group = None
                 self._loop_thread = None
                 self._watches.clear()
 
@@ -1436,6 +1439,18 @@ class KubeAPIServer:
         if portal is None:
             raise RuntimeError("the server is not serving")
         return portal.call(func, *args)
+
+    def spawn(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
+        """Run ``func(*args)`` as a task beside the server (e.g. a GarbageCollector
+        over the same store, whose watches must share the server's loop); it is
+        cancelled when the server stops. Callable from any thread."""
+        tg = self._task_group
+        if tg is None:
+            raise RuntimeError("the server is not serving")
+        def start() -> None:
+            tg.start_soon(func, *args)
+
+        self._in_loop(start)
 
 
 def _key(obj: JSONDict) -> tuple[str, str]:
