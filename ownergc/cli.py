@@ -53,6 +53,23 @@ def build_parser() -> argparse.ArgumentParser:
     for module_name, hook in _SUBCOMMANDS:
         module = importlib.import_module(module_name)
         getattr(module, hook)(sub)
+    # Accept the global options after the subcommand too (`ownergc controller
+    # --log-format=json`), as manifests and muscle memory tend to put them.
+    for subparser in sub.choices.values():
+        group = subparser.add_argument_group("logging")
+        group.add_argument(
+            "-v",
+            "--verbose",
+            action="count",
+            default=argparse.SUPPRESS,
+            help="more log output (-v: info, -vv: debug)",
+        )
+        group.add_argument(
+            "--log-format",
+            choices=("text", "json"),
+            default=argparse.SUPPRESS,
+            help="log line format (default: text)",
+        )
     return parser
 
 
