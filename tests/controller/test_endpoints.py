@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import anyio
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent.parent / "e2e"))
 from e2e_helpers import delete, make, ref, running_gc, settle
 
 from ownergc.controller._http import ControllerEndpoints, serve_http

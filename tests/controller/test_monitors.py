@@ -1,0 +1,118 @@
+"""Monitors and resilience: rediscovery, relist on 410, retries, never a dead worker."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+from e2e_helpers import delete, exists, fake_ref, make, ref, running_gc, settle
+
+from ownergc.errors import Conflict, ServerError, TooManyRequests
+from ownergc_backends.memory import InMemoryStore
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_removed_kind_stops_its_monitor_and_new_kind_starts_one() -> None:
+    store = InMemoryStore()
+    store.register_resource(group="example.com", versions="v1", resource="things", kind="Thing")
+    async with running_gc(store) as gc:
+        assert any(r.kind == "Thing" for r in gc.monitored_resources())
+        store.unregister_resource("example.com", "things")
+        with anyio.fail_after(5):
+            while any(r.kind == "Thing" for r in gc.monitored_resources()):
+                await anyio.sleep(0.02)
+        store.register_resource(
+            group="example.com",
+            versions=["v1", "v2"],
+            preferred_version="v2",
+            resource="things",
+            kind="Thing",
+        )
+        with anyio.fail_after(5):
+            while not any(r.kind == "Thing" for r in gc.monitored_resources()):
+                await anyio.sleep(0.02)
+        assert [r.version for r in gc.monitored_resources() if r.kind == "Thing"] == ["v2"]
+
+
+async def test_relist_after_expired_watch_catches_deletions_missed_meanwhile() -> None:
+    # A tiny event window: the monitor's watch falls behind and gets 410 Gone.
+    store = InMemoryStore(event_window=5)
+    async with running_gc(store) as gc:
+        owner = await make(store, "ConfigMap", "owner")
+        deps = [await make(store, "Secret", f"d-{i}", owners=[ref(owner)]) for i in range(20)]
+        await settle(gc)
+        await delete(store, owner, "Background")
+        await settle(gc)
+        assert not any(exists(store, d) for d in deps)
+        assert owner["metadata"]["uid"] not in gc.uid_to_node
+
+
+async def test_transient_server_errors_are_retried_until_the_cascade_finishes() -> None:
+    store = InMemoryStore()
+    async with running_gc(store) as gc:
+        owner = await make(store, "ConfigMap", "owner")
+        deps = [await make(store, "Secret", f"d-{i}", owners=[ref(owner)]) for i in range(5)]
+        await settle(gc)
+        secrets = store.resource_for("v1", "Secret")
+        store.fail_next("delete", ServerError("etcd hiccup"), resource=secrets, times=3)
+        store.fail_next(
+            "delete", TooManyRequests("slow down", retry_after=0.01), resource=secrets, times=2
+        )
+        store.fail_next("get", Conflict("racing"), resource=secrets, times=2)
+        await delete(store, owner, "Background")
+        with anyio.fail_after(20):
+            while any(exists(store, d) for d in deps):
+                await anyio.sleep(0.02)
+        assert gc.metrics.errors >= 1
+
+
+async def test_orphaning_retries_after_a_failed_patch_and_keeps_the_finalizer_until_done() -> None:
+    store = InMemoryStore()
+    async with running_gc(store) as gc:
+        owner = await make(store, "ConfigMap", "owner")
+        dep = await make(store, "Secret", "dep", owners=[ref(owner)])
+        await settle(gc)
+        store.fail_next(
+            "patch", ServerError("boom"), resource=store.resource_for("v1", "Secret"), times=2
+        )
+        await delete(store, owner, "Orphan")
+        with anyio.fail_after(20):
+            while exists(store, owner):
+                await anyio.sleep(0.02)
+        cur = store.get_object("v1", "Secret", "dep", "default")
+        assert cur is not None and not cur["metadata"].get("ownerReferences")
+        del dep
+
+
+async def test_unknown_owner_kind_is_never_treated_as_absent() -> None:
+    """Items 59 and 99: an unmappable owner kind keeps the dependent, retried forever."""
+    store = InMemoryStore()
+    async with running_gc(store) as gc:
+        dep = await make(
+            store,
+            "Secret",
+            "dep",
+            owners=[
+                fake_ref("gone.example.com/v1", "Gadget", "g", "u-1"),
+                fake_ref("v1", "ConfigMap", "absent", "u-2"),
+            ],
+        )
+        await settle(gc)
+        await anyio.sleep(0.2)
+        assert exists(store, dep)
+        cur = store.get_object("v1", "Secret", "dep", "default")
+        assert cur is not None and len(cur["metadata"]["ownerReferences"]) == 2
+
+
+async def test_discovery_failure_of_one_group_keeps_the_rest_working() -> None:
+    store = InMemoryStore()
+    store.register_resource(group="broken.example.com", versions="v1", resource="xs", kind="X")
+    store.set_discovery_failure("broken.example.com/v1", "aggregated API unavailable")
+    async with running_gc(store) as gc:
+        owner = await make(store, "ConfigMap", "owner")
+        dep = await make(store, "Secret", "dep", owners=[ref(owner)])
+        await settle(gc)
+        await delete(store, owner, "Background")
+        await settle(gc)
+        assert not exists(store, dep)
+        assert gc.metrics.resources_sync_errors >= 1
