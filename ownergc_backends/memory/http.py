@@ -12,7 +12,7 @@ The HTTP/1.1 server is hand-written on anyio (see ``_httpwire``) so that the
 in-memory backend needs nothing beyond the core's dependencies; it runs under
 asyncio and trio.
 
-Deliberate differences from kube-apiserver (documented in ``docs/``):
+Deliberate differences from kube-apiserver (``docs/http-facade.md`` has them all):
 
 * No authentication, authorization, admission webhooks, server-side apply
   (``application/apply-patch+yaml`` answers 415), dry run (400), protobuf or
