@@ -1,0 +1,225 @@
+"""Cascading deletion through the kube backend: objects/s and requests per object.
+
+Each case builds a tree in an InMemoryStore, serves it with the Kubernetes
+REST facade (``ownergc_backends.memory.http``), and runs the
+GarbageCollector on a :class:`~ownergc_backends.kube.KubeStore` pointed at
+the facade over loopback HTTP. After the initial sync the facade's counters
+are reset, the root is deleted directly in the store (the user's DELETE is
+not the collector's cost), and the clock runs until every object the
+collector must remove is gone.
+
+Shapes: ``fanout`` (one owner, N dependents with ``blockOwnerDeletion``) and
+``chain`` (a line of N objects, each owning the next). ``collected`` counts
+the objects the collector removed: the dependents, plus the root under
+Foreground (the collector removes its ``foregroundDeletion`` finalizer).
+``requests_per_object`` is the facade's count of get/list/watch/create/patch/
+delete requests during the cascade divided by ``collected`` (discovery is
+reported separately: it is periodic, not per object).
+
+Run: ``python benchmarks/cascade.py`` (the default cases), or e.g.
+``python benchmarks/cascade.py --shape fanout --sizes 2000 --qps 40 --burst 30``.
+Prints one JSON object per line per case. The facade, the client and the
+collector share one event loop (and the machine's cores), so objects/s is a
+lower bound for the client side; requests per object does not depend on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from ownergc.controller import GarbageCollector
+from ownergc_backends.kube import DEFAULT_BURST, DEFAULT_QPS, KubeStore
+from ownergc_backends.memory import InMemoryStore
+from ownergc_backends.memory.http import serve_in_background
+
+COST_VERBS = ("get", "list", "watch", "create", "patch", "delete", "update")
+
+
+def _ref(obj: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": obj["apiVersion"],
+        "kind": obj["kind"],
+        "name": obj["metadata"]["name"],
+        "uid": obj["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+async def build(store: InMemoryStore, shape: str, n: int) -> tuple[dict[str, Any], list[Any]]:
+    """The root and the objects the collector must remove (as (apiVersion, kind, name))."""
+    root = await store.create_object(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "root", "namespace": "default"},
+        }
+    )
+    doomed: list[tuple[str, str, str]] = []
+    if shape == "fanout":
+        for i in range(n):
+            obj = await store.create_object(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Secret",
+                    "metadata": {
+                        "name": f"dep-{i:06d}",
+                        "namespace": "default",
+                        "ownerReferences": [_ref(root)],
+                        "labels": {"app": "bench"},
+                    },
+                }
+            )
+            doomed.append(("v1", "Secret", obj["metadata"]["name"]))
+    elif shape == "chain":
+        parent = root
+        for i in range(1, n):
+            parent = await store.create_object(
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {
+                        "name": f"link-{i:04d}",
+                        "namespace": "default",
+                        "ownerReferences": [_ref(parent)],
+                    },
+                }
+            )
+            doomed.append(("v1", "ConfigMap", parent["metadata"]["name"]))
+    else:
+        raise ValueError(f"unknown shape {shape!r}")
+    return root, doomed
+
+
+class _DeletionWatch:
+    """Counts the doomed objects' DELETED events on the store's own watch.
+
+    Polling ``exists`` for 20,000 names would steal the event loop from the
+    collector; a watch costs O(1) per deletion.
+    """
+
+    def __init__(self, store: InMemoryStore, doomed: list[tuple[str, str, str]]) -> None:
+        self.store = store
+        self.pending = {(av, kind, name) for av, kind, name in doomed}
+        self.done = anyio.Event()
+
+    async def run(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+        kinds = sorted({(av, kind) for av, kind, _ in self.pending})
+        rv = self.store.resource_version
+        async with anyio.create_task_group() as tg:
+            for av, kind in kinds:
+                tg.start_soon(self._watch, av, kind, rv)
+            task_status.started()
+
+    async def _watch(self, api_version: str, kind: str, rv: str) -> None:
+        resource = self.store.resource_for(api_version, kind)
+        async for ev in self.store.watch(resource, resource_version=rv):
+            if ev.type == "DELETED":
+                self.pending.discard((api_version, kind, ev.object["metadata"]["name"]))
+                if not self.pending:
+                    self.done.set()
+
+
+async def run_case(
+    shape: str, n: int, policy: str, qps: float, burst: int, workers: int, timeout: float
+) -> dict[str, Any]:
+    store = InMemoryStore()
+    _root, doomed = await build(store, shape, n)
+    if policy == "Foreground":
+        doomed.append(("v1", "ConfigMap", "root"))
+    async with serve_in_background(store) as server:
+        kube = await KubeStore.from_kubeconfig_dict(server.kubeconfig(), qps=qps, burst=burst)
+        async with kube:
+            gc = GarbageCollector(kube, workers=workers)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(gc.run)
+                with anyio.fail_after(300):
+                    await gc.wait_synced()
+                    await gc.wait_idle()
+                server.clear_requests()
+                kube.reset_counts()
+                metrics_before = dict(gc.metrics.deletions)
+                resource = store.resource_for("v1", "ConfigMap")
+                watchers = _DeletionWatch(store, doomed)
+                await tg.start(watchers.run)
+                start = time.perf_counter()
+                await store.delete(resource, "root", namespace="default", propagation_policy=policy)
+                with anyio.move_on_after(timeout):
+                    await watchers.done.wait()
+                remaining = sorted(watchers.pending)
+                timed_out = bool(remaining)
+                elapsed = time.perf_counter() - start
+                counts = {verb: server.request_count(verb) for verb in (*COST_VERBS, "discovery")}
+                client_counts = kube.request_counts
+                retries = kube.retries
+                throttled_s = kube.rate_limiter.waited
+                tg.cancel_scope.cancel()
+    collected = len(doomed) - len(remaining)
+    cost = sum(counts[v] for v in COST_VERBS)
+    return {
+        "shape": shape,
+        "n": n,
+        "policy": policy,
+        "qps": qps,
+        "burst": burst,
+        "workers": workers,
+        "collected": collected,
+        "timed_out": timed_out,
+        "seconds": round(elapsed, 3),
+        "objects_per_s": round(collected / elapsed, 1) if elapsed > 0 else None,
+        "requests": cost,
+        "requests_per_object": round(cost / collected, 3) if collected else None,
+        "server_requests": {k: v for k, v in counts.items() if v},
+        "client_requests": {k: v for k, v in client_counts.items() if v},
+        "retries": retries,
+        "throttled_seconds": round(throttled_s, 2),
+        "gc_deletions": {k: v - metrics_before.get(k, 0) for k, v in gc.metrics.deletions.items()},
+        "cache_decisions": gc.metrics.cache_decisions,
+        "cache_fallbacks": gc.metrics.cache_fallbacks,
+    }
+
+
+DEFAULT_CASES = [
+    # (shape, n, qps, burst)
+    ("fanout", 2000, 0.0, 0),
+    ("fanout", 20000, 0.0, 0),
+    ("chain", 200, 0.0, 0),
+    ("fanout", 2000, DEFAULT_QPS, DEFAULT_BURST),
+    ("chain", 200, DEFAULT_QPS, DEFAULT_BURST),
+]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--shape", choices=["fanout", "chain"])
+    parser.add_argument("--sizes", default=None, help="comma-separated N (with --shape)")
+    parser.add_argument("--policies", default="Background,Foreground")
+    parser.add_argument("--qps", type=float, default=None, help="0 = unthrottled")
+    parser.add_argument("--burst", type=int, default=None)
+    parser.add_argument("--workers", type=int, default=20)
+    parser.add_argument("--timeout", type=float, default=900.0, help="per case, seconds")
+    args = parser.parse_args(argv)
+    if args.shape:
+        sizes = [int(s) for s in (args.sizes or "2000").split(",")]
+        qps = DEFAULT_QPS if args.qps is None else args.qps
+        burst = DEFAULT_BURST if args.burst is None else args.burst
+        cases = [(args.shape, n, qps, burst) for n in sizes]
+    else:
+        cases = DEFAULT_CASES
+    for shape, n, qps, burst in cases:
+        for policy in args.policies.split(","):
+            result = anyio.run(run_case, shape, n, policy, qps, burst, args.workers, args.timeout)
+            print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()
