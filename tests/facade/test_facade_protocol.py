@@ -317,3 +317,63 @@ def test_list_across_namespaces_and_cluster_scoped(
     namespaces = request(server, "GET", "/api/v1/namespaces").json()
     assert "other" in [i["metadata"]["name"] for i in namespaces["items"]]
     assert store.object_count() >= 6
+
+
+def test_delete_collection_with_selector_and_options(
+    server: KubeAPIServer, store: InMemoryStore
+) -> None:
+    base = "/api/v1/namespaces/default/configmaps"
+    for name, labels in [("a", {"gc": "yes"}), ("b", {"gc": "yes"}), ("c", {})]:
+        request(server, "POST", base, configmap(name, labels=labels))
+    reply = request(
+        server, "DELETE", f"{base}?labelSelector=gc%3Dyes", {"propagationPolicy": "Orphan"}
+    )
+    assert reply.status == 200 and reply.json()["kind"] == "ConfigMapList"
+    assert [i["metadata"]["name"] for i in reply.json()["items"]] == ["a", "b"]
+    for name in ("a", "b"):
+        assert store.get_object("v1", "ConfigMap", name, "default")["metadata"]["finalizers"] == [
+            "orphan"
+        ]
+    assert store.get_object("v1", "ConfigMap", "c", "default")["metadata"].get("finalizers") is None
+    assert server.verb_counts["deletecollection"] == 1
+
+
+def test_write_hook_can_register_a_kind_on_crd_create(
+    server: KubeAPIServer, store: InMemoryStore
+) -> None:
+    """The seam `ownergc serve` uses: a hook sees the created CRD before the response."""
+    seen: list[tuple[str, str]] = []
+
+    async def on_write(verb: str, resource, obj) -> None:
+        seen.append((verb, resource.resource))
+        if verb == "create" and resource.resource == "customresourcedefinitions":
+            spec = obj["spec"]
+            store.register_resource(
+                group=spec["group"],
+                versions=[v["name"] for v in spec["versions"]],
+                resource=spec["names"]["plural"],
+                kind=spec["names"]["kind"],
+                namespaced=spec["scope"] == "Namespaced",
+            )
+
+    server.write_hooks.append(on_write)
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Cluster",
+            "names": {"plural": "gadgets", "kind": "Gadget"},
+            "versions": [{"name": "v1", "served": True, "storage": True}],
+        },
+    }
+    created = request(
+        server, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd
+    )
+    assert created.status == 201
+    gadget = {"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g"}}
+    assert request(server, "POST", "/apis/example.com/v1/gadgets", gadget).status == 201
+    resources = request(server, "GET", "/apis/example.com/v1").json()["resources"]
+    assert [(r["name"], r["namespaced"]) for r in resources] == [("gadgets", False)]
+    assert seen == [("create", "customresourcedefinitions"), ("create", "gadgets")]
