@@ -63,6 +63,7 @@ from ownergc.protocols import (
     WatchEventType,
 )
 
+from ._crd import CRDServing, crd_serving, crd_status
 from ._patch import (
     PatchError,
     apply_json_merge_patch,
@@ -434,6 +435,21 @@ class InMemoryStore:
     request_log_limit:
         How many :class:`RequestRecord` entries :attr:`requests` keeps (the
         per-verb counters are never truncated).
+    terminating_namespaces:
+        Namespace DELETE as kube-apiserver's namespace registry does it: the
+        first DELETE marks the namespace ``Terminating`` (deletionTimestamp,
+        orphan / foregroundDeletion finalizers from the options) and it stays
+        until ``spec.finalizers`` (``[kubernetes]``) is emptied, which a
+        namespace controller (:class:`ownergc.controller.NamespaceController`)
+        does once the namespace is empty. Off by default: then a namespace
+        DELETE is the generic one and contents are kept.
+
+    CustomResourceDefinitions (``apiextensions.k8s.io/v1``) are acted on like
+    kube-apiserver does: creating one serves its kind (served versions, the
+    highest-priority one preferred, namespaced or cluster-scoped) and fills
+    its status (NamesAccepted, Established, storedVersions); an update
+    changes the served versions; removing it stops serving the kind and
+    removes its objects.
 
     Deliberate differences from kube-apiserver, all invisible to a GC:
 
@@ -448,11 +464,16 @@ class InMemoryStore:
       other list is replaced.
     * Pods are deleted like an unscheduled pod: no graceful deletion, so
       DELETE acts at once (grace period 0) as for every other kind.
-    * Namespace DELETE is the generic one: no ``Terminating`` phase and no
-      namespace controller, so contents are *not* deleted with it (the
-      NamespaceLifecycle admission is emulated: namespaced objects can only
-      be created in an existing namespace that is not being deleted, and
-      ``default``, ``kube-system`` and ``kube-public`` cannot be deleted).
+    * Unless ``terminating_namespaces`` is set, namespace DELETE is the
+      generic one: no ``Terminating`` phase, so contents are *not* deleted
+      with it (the NamespaceLifecycle admission is always emulated:
+      namespaced objects can only be created in an existing namespace that
+      is not being deleted, and ``default``, ``kube-system`` and
+      ``kube-public`` cannot be deleted). ``spec.finalizers`` of a namespace
+      can be changed by any update (kube-apiserver only allows it through
+      the ``/finalize`` subresource, which is not served).
+    * A CRD has no ``customresourcecleanup`` finalizer: when it is removed
+      its objects go at once (finalizers on them are not waited for).
     * core/v1 and events.k8s.io/v1 Events are stored separately (Kubernetes
       serves one storage through both groups).
     * Creating an object that carries ``metadata.resourceVersion`` is a 400
@@ -472,6 +493,7 @@ class InMemoryStore:
         event_window: int = 100_000,
         uid_factory: Callable[[], str] | None = None,
         request_log_limit: int | None = 100_000,
+        terminating_namespaces: bool = False,
     ) -> None:
         if event_window < 1:
             raise InvalidObject("event_window must be at least 1")
@@ -487,6 +509,9 @@ class InMemoryStore:
         self._requests: deque[RequestRecord] = deque(maxlen=request_log_limit)
         self._request_counts: Counter[tuple[str, str]] = Counter()
         self._faults: list[_Fault] = []
+        self._terminating_namespaces = terminating_namespaces
+        #: (group, resource) served because of a CRD -> the CRD's name.
+        self._crd_served: dict[tuple[str, str], str] = {}
         for spec in BUILTIN_RESOURCES:
             self._install(spec)
         namespaces = self._storages[("", "namespaces")]
@@ -557,27 +582,31 @@ class InMemoryStore:
             ),
         )
         with self._write() as wake:
-            existing = self._storages.get((group, resource))
-            if existing is not None:
-                if existing.spec.kind != kind or existing.spec.namespaced != namespaced:
-                    raise InvalidObject(
-                        f"{existing.group_resource} is already served as kind "
-                        f"{existing.spec.kind!r} (namespaced={existing.spec.namespaced})"
-                    )
-                self._uninstall(existing)
-                existing.spec = spec
-                self._install_storage(existing)
-                existing.log.take_waiter(wake)  # watchers of dropped versions must notice
-            else:
-                for v in version_list:
-                    other = self._by_gvk.get((group, v, kind))
-                    if other is not None:
-                        raise InvalidObject(
-                            f"kind {kind!r} in {group or 'core'}/{v} is already served by "
-                            f"{other.group_resource}"
-                        )
-                self._install(spec)
+            self._register_locked(spec, wake)
         return spec.api_resource(preferred)
+
+    def _register_locked(self, spec: ResourceSpec, wake: builtins.list[anyio.Event]) -> None:
+        group, resource, kind = spec.group, spec.resource, spec.kind
+        existing = self._storages.get((group, resource))
+        if existing is not None:
+            if existing.spec.kind != kind or existing.spec.namespaced != spec.namespaced:
+                raise InvalidObject(
+                    f"{existing.group_resource} is already served as kind "
+                    f"{existing.spec.kind!r} (namespaced={existing.spec.namespaced})"
+                )
+            self._uninstall(existing)
+            existing.spec = spec
+            self._install_storage(existing)
+            existing.log.take_waiter(wake)  # watchers of dropped versions must notice
+        else:
+            for v in spec.versions:
+                other = self._by_gvk.get((group, v, kind))
+                if other is not None:
+                    raise InvalidObject(
+                        f"kind {kind!r} in {group or 'core'}/{v} is already served by "
+                        f"{other.group_resource}"
+                    )
+            self._install(spec)
 
     def unregister_resource(self, group: str, resource: str) -> bool:
         """Stop serving a group/resource, like deleting its CRD; False if it was not served.
@@ -589,14 +618,103 @@ class InMemoryStore:
             storage = self._storages.get((group, resource))
             if storage is None:
                 return False
-            for obj in list(storage.iter_sorted(None)):
-                meta = _meta(obj)
-                self._remove_locked(storage, meta.get("namespace", ""), meta["name"], obj, wake)
-            self._uninstall(storage)
-            del self._storages[(group, resource)]
-            storage.log.closed = True
-            storage.log.take_waiter(wake)
+            self._unregister_locked(storage, wake)
         return True
+
+    def _unregister_locked(self, storage: _Storage, wake: builtins.list[anyio.Event]) -> None:
+        key = (storage.spec.group, storage.spec.resource)
+        for obj in builtins.list(storage.iter_sorted(None)):
+            meta = _meta(obj)
+            self._remove_locked(storage, meta.get("namespace", ""), meta["name"], obj, wake)
+        self._uninstall(storage)
+        del self._storages[key]
+        self._crd_served.pop(key, None)
+        storage.log.closed = True
+        storage.log.take_waiter(wake)
+
+    # ------------------------------------------------------------------ CRDs
+
+    @staticmethod
+    def _is_crd_storage(storage: _Storage) -> bool:
+        spec = storage.spec
+        return spec.group == "apiextensions.k8s.io" and spec.resource == "customresourcedefinitions"
+
+    def _crd_admit(
+        self, obj: JSONDict, old: JSONDict | None
+    ) -> tuple[CRDServing, builtins.list[FieldError]]:
+        """Validate a CRD about to be stored (created or updated) and fill its status."""
+        serving, errors = crd_serving(obj)
+        if serving is None:
+            return CRDServing("", "", "", True, (), ""), errors
+        key = (serving.group, serving.resource)
+        name = _meta(obj)["name"]
+        if old is not None:
+            before, _ = crd_serving(old)
+            if before is not None:
+                for field_name, was, now in (
+                    ("spec.scope", before.namespaced, serving.namespaced),
+                    ("spec.names.kind", before.kind, serving.kind),
+                ):
+                    if was != now:
+                        errors.append(
+                            FieldError(field_name, "FieldValueInvalid", "field is immutable", now)
+                        )
+        existing = self._storages.get(key)
+        if existing is not None and self._crd_served.get(key) != name:
+            errors.append(
+                FieldError(
+                    "spec.names.plural",
+                    "FieldValueInvalid",
+                    f"{existing.group_resource} is already served by the apiserver",
+                    serving.resource,
+                )
+            )
+        for v in serving.served:
+            other = self._by_gvk.get((serving.group, v, serving.kind))
+            if other is not None and other is not existing:
+                errors.append(
+                    FieldError(
+                        "spec.names.kind",
+                        "FieldValueInvalid",
+                        f"kind is already served by {other.group_resource}",
+                        serving.kind,
+                    )
+                )
+        if not errors:
+            obj["status"] = crd_status(obj, serving, format_time(self._clock()))
+        return serving, errors
+
+    def _crd_serve_locked(
+        self, name: str, serving: CRDServing, wake: builtins.list[anyio.Event]
+    ) -> None:
+        key = (serving.group, serving.resource)
+        if not serving.served:
+            storage = self._storages.get(key)
+            if storage is not None and self._crd_served.get(key) == name:
+                self._unregister_locked(storage, wake)
+            return
+        spec = ResourceSpec(
+            group=serving.group,
+            resource=serving.resource,
+            kind=serving.kind,
+            namespaced=serving.namespaced,
+            versions=serving.served,
+            preferred_version=serving.served[0],
+            verbs=STANDARD_VERBS,
+            gc_policies={v: GCPolicy.BACKGROUND for v in serving.served},
+            strategic_merge_patch=False,
+            allow_unconditional_update=False,
+        )
+        self._register_locked(spec, wake)
+        self._crd_served[key] = name
+
+    def _crd_removed_locked(self, crd: JSONDict, wake: builtins.list[anyio.Event]) -> None:
+        name = _meta(crd)["name"]
+        for key, owner in builtins.list(self._crd_served.items()):
+            if owner == name:
+                storage = self._storages.get(key)
+                if storage is not None:
+                    self._unregister_locked(storage, wake)
 
     def _install(self, spec: ResourceSpec) -> None:
         storage = _Storage(spec, self._window)
@@ -807,6 +925,8 @@ class InMemoryStore:
         storage.remove(namespace, name)
         gone = _with_rv(last, rv)
         self._emit(storage, "DELETED", gone, wake)
+        if self._is_crd_storage(storage):
+            self._crd_removed_locked(gone, wake)
         return gone
 
     def _store_locked(
@@ -935,7 +1055,10 @@ class InMemoryStore:
         wake: list[anyio.Event],
         *,
         admit: bool = True,
+        load: bool = False,
     ) -> JSONDict:
+        """Create; with ``load`` the object keeps the uid, timestamps, generation and
+        deletion state it carries (a copy of an object from elsewhere)."""
         spec = storage.spec
         body = self._body(obj, "the object to create")
         self._check_type(storage, body)
@@ -967,7 +1090,21 @@ class InMemoryStore:
         display_name = meta.get("name") or meta.get("generateName") or ""
         if spec.namespaced and admit:
             self._admit_namespace(storage, ns, display_name)
-        if "resourceVersion" in meta:
+        kept: JSONDict = {}
+        if load:
+            meta.pop("resourceVersion", None)
+            kept = {
+                k: meta[k]
+                for k in (
+                    "uid",
+                    "creationTimestamp",
+                    "deletionTimestamp",
+                    "deletionGracePeriodSeconds",
+                    "generation",
+                )
+                if meta.get(k) is not None
+            }
+        elif "resourceVersion" in meta:
             raise BadRequest(
                 "resourceVersion should not be set on objects to be created", reason="BadRequest"
             )
@@ -1006,6 +1143,7 @@ class InMemoryStore:
         meta["uid"] = self._uid_factory()
         meta["creationTimestamp"] = format_time(self._clock())
         meta["generation"] = 1
+        meta.update(kept)
         stored: JSONDict = {
             "apiVersion": f"{spec.group}/{version}" if spec.group else version,
             "kind": spec.kind,
@@ -1019,8 +1157,17 @@ class InMemoryStore:
             ns_spec = dict(ns_spec) if isinstance(ns_spec, dict) else {}
             ns_spec.setdefault("finalizers", ["kubernetes"])
             stored["spec"] = ns_spec
-            stored["status"] = {"phase": "Active"}
-        return self._store_locked(storage, "ADDED", stored, wake)
+            phase = "Terminating" if "deletionTimestamp" in meta else "Active"
+            stored["status"] = {"phase": phase}
+        serving: CRDServing | None = None
+        if self._is_crd_storage(storage):
+            serving, crd_errors = self._crd_admit(stored, None)
+            if crd_errors:
+                raise self._invalid(storage, name, crd_errors)
+        out = self._store_locked(storage, "ADDED", stored, wake)
+        if serving is not None:
+            self._crd_serve_locked(name, serving, wake)
+        return out
 
     # ------------------------------------------------------------------ update (PUT and PATCH)
 
@@ -1131,7 +1278,12 @@ class InMemoryStore:
         if "generation" in meta and _spec_changed(existing, new):
             meta["generation"] += 1
 
-        if should_delete_during_update(finalizers, old):
+        serving: CRDServing | None = None
+        if self._is_crd_storage(storage) and old_deletion is None:
+            serving, crd_errors = self._crd_admit(new, existing)
+            if crd_errors:
+                raise self._invalid(storage, name, crd_errors)
+        if should_delete_during_update(finalizers, old) and not self._namespace_held(storage, new):
             # The last finalizer of a deleting object went away.
             gone = self._remove_locked(storage, namespace, name, existing, wake)
             new["metadata"] = _ordered({**meta, "resourceVersion": _meta(gone)["resourceVersion"]})
@@ -1139,7 +1291,18 @@ class InMemoryStore:
         new["metadata"] = _ordered(meta)
         if json_equal(new, existing):
             return existing  # a no-op write is not stored (no new rv, no event)
-        return self._store_locked(storage, "MODIFIED", new, wake)
+        out = self._store_locked(storage, "MODIFIED", new, wake)
+        if serving is not None:
+            self._crd_serve_locked(name, serving, wake)
+        return out
+
+    def _namespace_held(self, storage: _Storage, obj: JSONDict) -> bool:
+        """A terminating namespace stays while ``spec.finalizers`` is not empty
+        (``ShouldDeleteNamespaceDuringUpdate``)."""
+        if not (self._terminating_namespaces and _is_namespaces(storage)):
+            return False
+        ns_spec = obj.get("spec")
+        return isinstance(ns_spec, dict) and bool(ns_spec.get("finalizers"))
 
     # ------------------------------------------------------------------ delete
 
@@ -1185,6 +1348,10 @@ class InMemoryStore:
                     f"does not match the ResourceVersion in record ({meta['resourceVersion']}). "
                     "The object might have been modified",
                 )
+        if is_namespace and self._terminating_namespaces:
+            held = self._delete_namespace_locked(storage, existing, policy, orphan_dependents, wake)
+            if held is not None:
+                return held
         current = meta.get("finalizers", [])
         changed, finalizers = deletion_finalizers_for_garbage_collection(
             current, storage.spec.gc_policy(version), policy, orphan_dependents
@@ -1203,6 +1370,48 @@ class InMemoryStore:
                 return existing  # nothing changed: no write, no event
             return self._store_locked(storage, "MODIFIED", updated, wake)
         self._remove_locked(storage, namespace, name, existing, wake)
+        return None
+
+    def _delete_namespace_locked(
+        self,
+        storage: _Storage,
+        existing: JSONDict,
+        policy: PropagationPolicy | None,
+        orphan_dependents: bool | None,
+        wake: list[anyio.Event],
+    ) -> JSONDict | None:
+        """The namespace registry's DELETE (item 90); None means "go on with the
+        generic DELETE" (the namespace is terminating and already finalized)."""
+        meta = _meta(existing)
+        if meta.get("deletionTimestamp") is None:
+            current = set(meta.get("finalizers", []))
+            if orphan_dependents is not None:
+                orphan, foreground = orphan_dependents, not orphan_dependents
+            elif policy is not None:
+                orphan = policy is PropagationPolicy.ORPHAN
+                foreground = policy is PropagationPolicy.FOREGROUND
+            else:
+                orphan = FINALIZER_ORPHAN in current
+                foreground = FINALIZER_FOREGROUND in current
+            wanted = set(current)
+            for finalizer, on in ((FINALIZER_ORPHAN, orphan), (FINALIZER_FOREGROUND, foreground)):
+                if on:
+                    wanted.add(finalizer)
+                else:
+                    wanted.discard(finalizer)
+            updated = mark_as_deleting(existing, self._clock())
+            updated_meta = dict(_meta(updated))
+            if wanted != current:
+                updated_meta["finalizers"] = sorted(wanted)
+            if not updated_meta.get("finalizers"):
+                updated_meta.pop("finalizers", None)
+            updated["metadata"] = _ordered(updated_meta)
+            status = dict(updated.get("status") or {})
+            status["phase"] = "Terminating"
+            updated["status"] = status
+            return self._store_locked(storage, "MODIFIED", updated, wake)
+        if self._namespace_held(storage, existing):
+            return existing
         return None
 
     # ------------------------------------------------------------------ ObjectStore
@@ -1558,6 +1767,49 @@ class InMemoryStore:
         resource = self.resource_for(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
         return await self.create(resource, obj)
 
+    def load_objects(self, objects: Iterable[JSONDict]) -> builtins.list[JSONDict]:
+        """Store copies of objects from elsewhere (a cluster, manifests) as they are.
+
+        Unlike :meth:`create_object`, each object keeps its ``metadata.uid``
+        (one is made up when missing), creationTimestamp, generation and
+        deletion state (deletionTimestamp and finalizers), so ownerReferences
+        between them resolve and objects that are being deleted stay so;
+        ``resourceVersion`` is replaced by the store's. NamespaceLifecycle
+        admission is skipped (a namespace need not be loaded before its
+        contents). CRDs serve their kinds at once, so load them before
+        their objects. Synchronous and atomic per object: the first bad
+        object raises (:class:`RESTMappingError` for an unserved kind,
+        :class:`Invalid`, :class:`AlreadyExists` for a used name or uid) and
+        the objects before it stay loaded. Returns the stored objects.
+        """
+        out: builtins.list[JSONDict] = []
+        with self._write() as wake:
+            uids = {_meta(o)["uid"] for st in self._storages.values() for o in st.iter_sorted(None)}
+            for obj in objects:
+                if not isinstance(obj, dict):
+                    raise BadRequest(f"the object to load must be a JSON object, got {obj!r}")
+                api_version = str(obj.get("apiVersion", ""))
+                kind = str(obj.get("kind", ""))
+                group, _, version = api_version.rpartition("/")
+                storage = self._by_gvk.get((group, version, kind))
+                if storage is None:
+                    raise RESTMappingError(api_version, kind)
+                uid = (
+                    (obj.get("metadata") or {}).get("uid")
+                    if isinstance(obj.get("metadata"), dict)
+                    else None
+                )
+                if isinstance(uid, str) and uid in uids:
+                    raise AlreadyExists(
+                        f"an object with uid {uid!r} is already stored", reason="AlreadyExists"
+                    )
+                stored = self._create_locked(
+                    storage, version, None, obj, wake, admit=False, load=True
+                )
+                uids.add(_meta(stored)["uid"])
+                out.append(self._render(storage, stored, version, False))
+        return out
+
     @property
     def resource_version(self) -> str:
         """The store's current (newest) resourceVersion."""
@@ -1641,6 +1893,10 @@ class InMemoryStore:
                 assert before is not None
                 result = _with_rv(before, self._rv)
         return self._render(storage, result, resource.version, False), removed
+
+
+def _is_namespaces(storage: _Storage) -> bool:
+    return storage.spec.group == "" and storage.spec.resource == "namespaces"
 
 
 def _name_of(obj: Any) -> str | None:
