@@ -1,0 +1,10 @@
+"""End-to-end cascades run on both anyio backends: the controller uses anyio only."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
