@@ -169,8 +169,8 @@ class RequestLogEntry(NamedTuple):
 
 #: Called after every successful write through the API with the verb
 #: (create, update, patch, delete), the resource and the resulting object
-#: (for a delete that removed it, its last state). ``ownergc serve`` uses it
-#: to register kinds when a CustomResourceDefinition is created.
+#: (for a delete that removed it, its last state), before the response: a seam
+#: for servers built on the facade (``ownergc serve``) to react to writes.
 WriteHook = Callable[[str, APIResource, JSONDict], Awaitable[None]]
 
 

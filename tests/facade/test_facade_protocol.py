@@ -338,23 +338,14 @@ def test_delete_collection_with_selector_and_options(
     assert server.verb_counts["deletecollection"] == 1
 
 
-def test_write_hook_can_register_a_kind_on_crd_create(
-    server: KubeAPIServer, store: InMemoryStore
+def test_crd_created_over_http_serves_its_kind_and_hooks_see_writes(
+    server: KubeAPIServer,
 ) -> None:
-    """The seam `ownergc serve` uses: a hook sees the created CRD before the response."""
+    """The store serves a CRD's kind once created; write hooks see every API write."""
     seen: list[tuple[str, str]] = []
 
     async def on_write(verb: str, resource, obj) -> None:
         seen.append((verb, resource.resource))
-        if verb == "create" and resource.resource == "customresourcedefinitions":
-            spec = obj["spec"]
-            store.register_resource(
-                group=spec["group"],
-                versions=[v["name"] for v in spec["versions"]],
-                resource=spec["names"]["plural"],
-                kind=spec["names"]["kind"],
-                namespaced=spec["scope"] == "Namespaced",
-            )
 
     server.write_hooks.append(on_write)
     crd = {
