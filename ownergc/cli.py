@@ -23,6 +23,7 @@ _SUBCOMMANDS: tuple[tuple[str, str], ...] = (
     ("ownergc._cli_controller", "add_parser"),
     ("ownergc._cli_node", "add_node_parser"),
     ("ownergc._cli_serve", "add_parser"),
+    ("ownergc._cli_preview", "add_parser"),
 )
 
 

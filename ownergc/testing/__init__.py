@@ -11,16 +11,22 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ownergc.testing._fixtures import (
-        ClusterThread,
-        OwnerGCStore,
-        running_store,
-        start_in_thread,
+        ClusterThread as ClusterThread,
+    )
+    from ownergc.testing._fixtures import (
+        OwnerGCStore as OwnerGCStore,
+    )
+    from ownergc.testing._fixtures import (
+        running_store as running_store,
+    )
+    from ownergc.testing._fixtures import (
+        start_in_thread as start_in_thread,
     )
 
 #: Names served lazily from ownergc.testing._fixtures (the pytest plugin's objects).
 _FIXTURE_EXPORTS = ("ClusterThread", "OwnerGCStore", "running_store", "start_in_thread")
 
-__all__ = list(_FIXTURE_EXPORTS)
+__all__ = ["ClusterThread", "OwnerGCStore", "running_store", "start_in_thread"]
 
 
 def __getattr__(name: str) -> Any:

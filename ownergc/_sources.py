@@ -1,0 +1,205 @@
+"""Where ``preview``, ``lint`` and ``graph`` read objects from: manifests or a live cluster.
+
+A live cluster is only ever *read* (discovery, then a metadata-only list of
+every listable resource through :class:`~ownergc_backends.kube.KubeStore`);
+nothing here can write to it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ownergc._manifests import ManifestError, read_manifests
+from ownergc.errors import OwnerGCError
+from ownergc.protocols import APIResource
+
+if TYPE_CHECKING:
+    from ownergc_backends.memory import InMemoryStore
+
+__all__ = [
+    "Inventory",
+    "SourceError",
+    "add_source_arguments",
+    "inventory_from_args",
+    "load_into_store",
+    "object_label",
+]
+
+#: Never listed from a cluster: high volume, never owners, ignored by the GC.
+_SKIPPED = frozenset({("", "events"), ("events.k8s.io", "events")})
+
+
+class SourceError(OwnerGCError):
+    """The objects could not be read (bad manifests, unreachable cluster, no extra)."""
+
+
+@dataclass
+class Inventory:
+    """Objects (full JSON, apiVersion/kind set) and what served them."""
+
+    objects: list[dict[str, Any]]
+    #: Discovery of the live cluster; None for manifests.
+    resources: list[APIResource] | None = None
+    #: uid or "Kind ns/name" -> file#document, for messages (manifests only).
+    sources: dict[str, str] = field(default_factory=dict)
+    origin: str = "manifests"
+
+
+def object_label(obj: dict[str, Any]) -> str:
+    """``Kind namespace/name`` (or ``Kind name`` when cluster-scoped)."""
+    meta = obj.get("metadata") or {}
+    ns = meta.get("namespace")
+    return f"{obj.get('kind')} {ns + '/' if ns else ''}{meta.get('name')}"
+
+
+def add_source_arguments(parser: Any, *, controller: bool = False) -> None:
+    """``-f PATH`` (repeatable) or ``--kubeconfig`` / ``--context``."""
+    group = parser.add_argument_group("where the objects come from (one of)")
+    group.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="manifests: a YAML/JSON file, a directory of them, or - for stdin (repeatable)",
+    )
+    group.add_argument(
+        "--kubeconfig",
+        metavar="PATH",
+        help="read a live cluster (read-only) through this kubeconfig",
+    )
+    group.add_argument("--context", help="kubeconfig context (default: the current one)")
+    group.add_argument(
+        "--cluster",
+        action="store_true",
+        help="read the live cluster found the kubectl way (KUBECONFIG, ~/.kube/config, "
+        "in-cluster) without naming a kubeconfig",
+    )
+    if controller:
+        group.add_argument(
+            "--controller",
+            metavar="URL",
+            help="a running `ownergc controller` (or kube-controller-manager) whose "
+            "/debug/controllers/garbagecollector/graph to fetch",
+        )
+
+
+async def inventory_from_args(args: Any) -> Inventory:
+    """Read the objects the command line names; raises :class:`SourceError`."""
+    live = bool(args.kubeconfig or args.context or args.cluster)
+    if args.filename and live:
+        raise SourceError(
+            "give either -f manifests or a cluster (--kubeconfig/--cluster), not both"
+        )
+    if args.filename:
+        return inventory_from_manifests(args.filename)
+    if live:
+        return await inventory_from_cluster(args.kubeconfig, args.context)
+    raise SourceError(
+        "nothing to read: give manifests with -f PATH, or a cluster with --kubeconfig PATH "
+        "(or --cluster for KUBECONFIG / ~/.kube/config)"
+    )
+
+
+def inventory_from_manifests(paths: Sequence[str | os.PathLike[str]]) -> Inventory:
+    try:
+        manifests = read_manifests(paths)
+    except ManifestError as exc:
+        raise SourceError(str(exc)) from None
+    inv = Inventory([m.obj for m in manifests])
+    for m in manifests:
+        meta = m.obj.get("metadata") or {}
+        uid = meta.get("uid")
+        inv.sources[uid if isinstance(uid, str) and uid else object_label(m.obj)] = m.source
+    return inv
+
+
+async def inventory_from_cluster(kubeconfig: str | None, context: str | None) -> Inventory:
+    try:
+        from ownergc_backends.kube import KubeConfigError, KubeStore
+    except ImportError:
+        raise SourceError(
+            "reading a cluster needs the kube extra: pip install 'ownergc[kube]'"
+        ) from None
+    try:
+        store = await KubeStore.from_config(kubeconfig, context)
+    except KubeConfigError as exc:
+        raise SourceError(str(exc)) from None
+    objects: list[dict[str, Any]] = []
+    async with store:
+        try:
+            discovery = await store.discover()
+        except OwnerGCError as exc:
+            raise SourceError(f"discovery failed: {exc}") from None
+        except OSError as exc:
+            raise SourceError(f"cannot reach the cluster: {exc}") from None
+        resources = list(discovery.resources)
+        for res in resources:
+            if not res.preferred or "/" in res.resource or "list" not in res.verbs:
+                continue
+            if (res.group, res.resource) in _SKIPPED:
+                continue
+            try:
+                listed = await store.list(res, metadata_only=True)
+            except OwnerGCError as exc:
+                raise SourceError(f"listing {res.group_resource} failed: {exc}") from None
+            for item in listed.items:
+                objects.append(
+                    {"apiVersion": res.api_version, "kind": res.kind, "metadata": item["metadata"]}
+                )
+    return Inventory(objects, resources=resources, origin="cluster")
+
+
+def load_into_store(store: InMemoryStore, inv: Inventory) -> None:
+    """Copy an inventory into an InMemoryStore, uids and deletion state included.
+
+    Kinds the store does not serve are registered from the cluster's
+    discovery; with manifests, CRDs among them serve their kinds.
+    """
+    from ownergc._embedded import load_manifests
+    from ownergc._manifests import Manifest
+
+    if inv.resources is not None:
+        served: dict[tuple[str, str], list[APIResource]] = {}
+        for res in inv.resources:
+            if "/" not in res.resource:
+                served.setdefault((res.group, res.resource), []).append(res)
+        for (group, resource), versions in served.items():
+            known = [v for v in versions if _serves(store, v)]
+            if known:
+                continue
+            preferred = next((v.version for v in versions if v.preferred), versions[0].version)
+            try:
+                store.register_resource(
+                    group=group,
+                    versions=[v.version for v in versions],
+                    resource=resource,
+                    kind=versions[0].kind,
+                    namespaced=versions[0].namespaced,
+                    preferred_version=preferred,
+                    verbs=versions[0].verbs,
+                )
+            except OwnerGCError:
+                continue  # e.g. a second resource for one kind: objects map to the first
+        objects = [o for o in inv.objects if o.get("kind") != "CustomResourceDefinition"]
+    else:
+        objects = inv.objects
+    manifests = [
+        Manifest(o, inv.sources.get(str((o.get("metadata") or {}).get("uid")), object_label(o)))
+        for o in objects
+    ]
+    try:
+        load_manifests(store, manifests)
+    except ManifestError as exc:
+        raise SourceError(str(exc)) from None
+
+
+def _serves(store: InMemoryStore, res: APIResource) -> bool:
+    try:
+        store.resource_for(res.api_version, res.kind)
+    except OwnerGCError:
+        return False
+    return True
