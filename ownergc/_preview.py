@@ -134,6 +134,19 @@ def _outcome(
                 )
         if ORPHAN in out.finalizers:
             reasons.append("orphan finalizer not yet processed")
+        spec = after.get("spec")
+        if (
+            after.get("kind") == "Namespace"
+            and isinstance(spec, Mapping)
+            and "kubernetes" in (spec.get("finalizers") or [])
+        ):
+            inside = sorted(
+                _label(o)
+                for o in by_uid_after.values()
+                if _meta(o).get("namespace") == out.name
+            )
+            if inside:
+                reasons.append("namespace controller waiting for " + ", ".join(inside))
         out.state = "blocked" if reasons else "deleting"
         out.why = "; ".join(reasons)
         if meta.get("deletionTimestamp") and not removed:

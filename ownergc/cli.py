@@ -24,6 +24,7 @@ _SUBCOMMANDS: tuple[tuple[str, str], ...] = (
     ("ownergc._cli_node", "add_node_parser"),
     ("ownergc._cli_serve", "add_parser"),
     ("ownergc._cli_preview", "add_parser"),
+    ("ownergc._cli_lint", "add_parser"),
 )
 
 

@@ -1,0 +1,112 @@
+"""ownergc lint: find ownerReferences that get objects silently deleted or stuck.
+
+Checks manifests (-f) or a live cluster (read-only) for: cross-namespace
+owners, cluster-scoped dependents of namespaced owners, dangling owners, uid
+mismatches, references whose kind/name disagree with the uid, more than one
+controller: true, owner kinds that are not served, ownership cycles, and
+blockOwnerDeletion that the RBAC among the manifests cannot satisfy.
+
+One line per finding: severity, object, [rule], what the garbage collector
+will do, and the fix. Exit status: 1 if any error, else 0 (warnings and info
+do not fail). Rules and the RBAC heuristic: docs/lint.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+import anyio
+
+from ownergc._sources import (
+    Inventory,
+    SourceError,
+    add_source_arguments,
+    inventory_from_args,
+)
+from ownergc.errors import OwnerGCError
+from ownergc.lint import SEVERITIES, Finding, KindInfo, lint_objects
+
+
+def add_parser(sub: Any) -> None:
+    parser = sub.add_parser(
+        "lint",
+        help="check ownerReferences in manifests or a cluster (exit 1 on errors)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_source_arguments(parser)
+    parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    parser.add_argument(
+        "--min-severity",
+        choices=SEVERITIES,
+        default="info",
+        help="hide findings below this severity (default: info, i.e. show all)",
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        inv = anyio.run(inventory_from_args, args)
+        kinds = _kinds(inv)
+    except (SourceError, OwnerGCError) as exc:
+        print(f"ownergc lint: {exc}", file=sys.stderr)
+        return 2
+    findings = lint_objects(
+        inv.objects, kinds=kinds, complete=inv.origin == "cluster", sources=inv.sources
+    )
+    shown = [
+        f for f in findings if SEVERITIES.index(f.severity) <= SEVERITIES.index(args.min_severity)
+    ]
+    errors = sum(f.severity == "error" for f in findings)
+    if args.output == "json":
+        json.dump(
+            {
+                "objects": len(inv.objects),
+                "errors": errors,
+                "warnings": sum(f.severity == "warning" for f in findings),
+                "findings": [f.to_json() for f in shown],
+            },
+            sys.stdout,
+            indent=2,
+        )
+        sys.stdout.write("\n")
+    else:
+        _print(shown, len(inv.objects), findings)
+    return 1 if errors else 0
+
+
+def _print(shown: list[Finding], count: int, findings: list[Finding]) -> None:
+    for f in shown:
+        print(f.line())
+    tally = {s: sum(f.severity == s for f in findings) for s in SEVERITIES}
+    print(
+        f"{count} objects checked: {tally['error']} errors, {tally['warning']} warnings, "
+        f"{tally['info']} info"
+    )
+
+
+def _kinds(inv: Inventory) -> dict[tuple[str, str], KindInfo]:
+    """What is served: the cluster's discovery, or built-in kinds plus the input's CRDs."""
+    resources = inv.resources
+    if resources is None:
+        from ownergc._manifests import is_crd
+        from ownergc_backends.memory import InMemoryStore
+
+        store = InMemoryStore()
+        for obj in inv.objects:
+            if is_crd(obj):
+                try:
+                    store.load_objects([obj])
+                except OwnerGCError as exc:
+                    label = (obj.get("metadata") or {}).get("name")
+                    raise SourceError(f"CustomResourceDefinition {label}: {exc}") from None
+        resources = list(anyio.run(store.discover).resources)
+    return {
+        (r.api_version, r.kind): KindInfo(r.namespaced, r.resource)
+        for r in resources
+        if "/" not in r.resource
+    }
