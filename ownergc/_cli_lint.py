@@ -20,6 +20,7 @@ from typing import Any
 
 import anyio
 
+from ownergc._manifests import emit
 from ownergc._sources import (
     Inventory,
     SourceError,
@@ -63,30 +64,26 @@ def run(args: argparse.Namespace) -> int:
     ]
     errors = sum(f.severity == "error" for f in findings)
     if args.output == "json":
-        json.dump(
-            {
-                "objects": len(inv.objects),
-                "errors": errors,
-                "warnings": sum(f.severity == "warning" for f in findings),
-                "findings": [f.to_json() for f in shown],
-            },
-            sys.stdout,
-            indent=2,
-        )
-        sys.stdout.write("\n")
+        body = {
+            "objects": len(inv.objects),
+            "errors": errors,
+            "warnings": sum(f.severity == "warning" for f in findings),
+            "findings": [f.to_json() for f in shown],
+        }
+        emit(json.dumps(body, indent=2) + "\n")
     else:
         _print(shown, len(inv.objects), findings)
     return 1 if errors else 0
 
 
 def _print(shown: list[Finding], count: int, findings: list[Finding]) -> None:
-    for f in shown:
-        print(f.line())
     tally = {s: sum(f.severity == s for f in findings) for s in SEVERITIES}
-    print(
+    lines = [f.line() for f in shown]
+    lines.append(
         f"{count} objects checked: {tally['error']} errors, {tally['warning']} warnings, "
         f"{tally['info']} info"
     )
+    emit("\n".join(lines) + "\n")
 
 
 def _kinds(inv: Inventory) -> dict[tuple[str, str], KindInfo]:

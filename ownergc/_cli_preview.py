@@ -25,6 +25,7 @@ from typing import Any
 
 import anyio
 
+from ownergc._manifests import emit
 from ownergc._sources import SourceError, add_source_arguments, inventory_from_args, load_into_store
 from ownergc.errors import OwnerGCError
 from ownergc.protocols import APIResource
@@ -191,10 +192,9 @@ async def _preview(args: argparse.Namespace) -> int:
         complete=complete,
     )
     if args.output == "json":
-        json.dump(report_to_json(report), sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        emit(json.dumps(report_to_json(report), indent=2) + "\n")
     else:
-        sys.stdout.write(render_text(report))
+        emit(render_text(report))
     return 0
 
 

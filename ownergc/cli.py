@@ -25,6 +25,7 @@ _SUBCOMMANDS: tuple[tuple[str, str], ...] = (
     ("ownergc._cli_serve", "add_parser"),
     ("ownergc._cli_preview", "add_parser"),
     ("ownergc._cli_lint", "add_parser"),
+    ("ownergc._cli_graph", "add_parser"),
 )
 
 
