@@ -152,35 +152,42 @@ async def _serve(args: argparse.Namespace, manifests: list[Any], out: TextIO) ->
         discovery_period=1.0,
         on_action=on_action if args.actions else None,
     )
-    async with anyio.create_task_group() as tg:
-        await tg.start(cluster.run)
-        server = cluster.server
-        assert server is not None
-        out.write(
-            f"ownergc serve: Kubernetes API at {server.url} "
-            "(in-memory, garbage collector and namespace controller running)\n"
-        )
-        if loaded:
-            out.write(f"loaded {loaded} objects from {', '.join(args.load)}\n")
-        if args.kubeconfig_out:
-            path = Path(args.kubeconfig_out)
-            try:
-                server.write_kubeconfig(path)
-            except OSError as exc:
-                print(f"ownergc serve: cannot write {path}: {exc}", file=sys.stderr)
-                tg.cancel_scope.cancel()
-                return 1
-            out.write(f"kubeconfig written to {path}; try:\n")
-            out.write(f"  export KUBECONFIG={path}\n  kubectl get namespaces\n")
-        else:
-            out.write("kubeconfig (save it and point KUBECONFIG at it, or use kubectl --server):\n")
-            out.write("---\n" + kubeconfig_yaml(server.kubeconfig()) + "---\n")
-        out.write("Ctrl-C to stop.\n")
-        out.flush()
-        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            async for signum in signals:
-                out.write(f"ownergc serve: {signal.Signals(signum).name}, stopping\n")
-                out.flush()
-                break
-        tg.cancel_scope.cancel()
+    # Signals are taken over before the banner: a SIGTERM right after it must stop us cleanly.
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with anyio.create_task_group() as tg:
+            await tg.start(cluster.run)
+            code = _announce(args, cluster, loaded, out)
+            if code == 0:
+                async for signum in signals:
+                    out.write(f"ownergc serve: {signal.Signals(signum).name}, stopping\n")
+                    out.flush()
+                    break
+            tg.cancel_scope.cancel()
+    return code
+
+
+def _announce(args: argparse.Namespace, cluster: Any, loaded: int, out: TextIO) -> int:
+    """Print where the API is and how to reach it (or write the kubeconfig)."""
+    server = cluster.server
+    assert server is not None
+    out.write(
+        f"ownergc serve: Kubernetes API at {server.url} "
+        "(in-memory, garbage collector and namespace controller running)\n"
+    )
+    if loaded:
+        out.write(f"loaded {loaded} objects from {', '.join(args.load)}\n")
+    if args.kubeconfig_out:
+        path = Path(args.kubeconfig_out)
+        try:
+            server.write_kubeconfig(path)
+        except OSError as exc:
+            print(f"ownergc serve: cannot write {path}: {exc}", file=sys.stderr)
+            return 1
+        out.write(f"kubeconfig written to {path}; try:\n")
+        out.write(f"  export KUBECONFIG={path}\n  kubectl get namespaces\n")
+    else:
+        out.write("kubeconfig (save it and point KUBECONFIG at it, or use kubectl --server):\n")
+        out.write("---\n" + kubeconfig_yaml(server.kubeconfig()) + "---\n")
+    out.write("Ctrl-C to stop.\n")
+    out.flush()
     return 0
