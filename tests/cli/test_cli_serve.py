@@ -218,7 +218,8 @@ def test_load_seeds_from_a_directory(tmp_path: Path) -> None:
     seed = tmp_path / "seed"
     seed.mkdir()
     (seed / "b-widgets.yaml").write_text(
-        "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w1, namespace: shop, uid: w-uid}\n"
+        "apiVersion: example.com/v1\nkind: Widget\n"
+        "metadata: {name: w1, namespace: shop, uid: w-uid}\n"
         "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: shop\n"
         "  ownerReferences: [{apiVersion: example.com/v1, kind: Widget, name: w1, uid: w-uid}]\n"
     )
