@@ -47,6 +47,13 @@ def load_manifests(store: InMemoryStore, manifests: Iterable[Manifest]) -> int:
     :class:`ManifestError` naming the file of the first object that does not fit."""
     count = 0
     for m in apply_order(manifests):
+        meta = m.obj.get("metadata") or {}
+        if (
+            m.obj.get("kind") == "Namespace"
+            and m.obj.get("apiVersion") == "v1"
+            and store.exists("v1", "Namespace", str(meta.get("name")))
+        ):
+            continue  # default, kube-system, ...: every store starts with them
         try:
             store.load_objects([m.obj])
         except RESTMappingError:

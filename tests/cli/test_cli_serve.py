@@ -232,7 +232,6 @@ def test_load_seeds_from_a_directory(tmp_path: Path) -> None:
         import os
         import shutil
 
-
         binary = os.environ.get("OWNERGC_KUBECTL") or shutil.which("kubectl")
         if binary is None:
             pytest.skip("no kubectl")

@@ -1,0 +1,125 @@
+"""`ownergc graph` through its CLI: DOT as kube-controller-manager writes it, JSON, SVG."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import shutil
+import threading
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cli_helpers import ownergc
+
+DATA = Path(__file__).parent / "data"
+DUMP = str(DATA / "shop-dump.yaml")
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def graph(*args: str) -> str:
+    result = ownergc("graph", *args)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_dot_has_kube_controller_manager_attributes() -> None:
+    dot = graph("-f", DUMP)
+    assert dot.startswith("strict digraph full {\n  // Node definitions.\n")
+    block = dot.split('  "d-1" [\n')[1].split("  ];\n")[0]
+    keys = [line.strip().split("=")[0] for line in block.splitlines()]
+    assert keys == [
+        "label",
+        "group",
+        "version",
+        "kind",
+        "namespace",
+        "name",
+        "uid",
+        "missing",
+        "beingDeleted",
+        "deletingDependents",
+        "virtual",
+    ]
+    assert '    label="uid=d-1\\nnamespace=shop\\nDeployment.v1.apps/web\\n"\n' in dot
+    assert '  "rs-1" -> "d-1";\n' in dot and '  "p-1" -> "rs-1";\n' in dot
+    assert '"ns-1"' not in dot  # no owners, no dependents: not drawn
+
+
+def test_uid_restricts_to_the_component() -> None:
+    dot = graph("-f", DUMP, "--uid", "p-1")
+    assert '"d-1"' in dot and '"cm-2"' in dot  # via rs-1 -> d-1 <- cm-1 -> cm-2
+    alone = graph("-f", DUMP, "--uid", "nope")
+    assert alone == "strict digraph full {\n}\n"
+
+
+def test_json() -> None:
+    doc = json.loads(graph("-f", DUMP, "-o", "json"))
+    ids = {n["id"] for n in doc["nodes"]}
+    assert ids == {"d-1", "rs-1", "p-1", "p-2", "cm-1", "cm-2"}
+    rs = next(n for n in doc["nodes"] if n["id"] == "rs-1")
+    assert rs["kind"] == "ReplicaSet" and rs["virtual"] is False
+    assert {"from": "cm-1", "to": "cm-2"} in doc["edges"]
+
+
+def test_svg_renders(tmp_path: Path) -> None:
+    if shutil.which("dot") is None:
+        import os
+
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("Graphviz dot is required in CI (Debian package graphviz)")
+        pytest.skip("Graphviz dot not installed")
+    svg = graph("-f", DUMP, "-o", "svg")
+    root = ET.fromstring(svg)
+    assert root.tag == SVG + "svg"
+    titles = {t.text for t in root.iter(SVG + "title")}
+    assert {"d-1", "rs-1", "p-1", "cm-2"} <= titles
+    assert "rs-1&#45;&gt;d-1" in svg or "rs-1->d-1" in titles
+
+
+@pytest.fixture
+def controller_url() -> Iterator[str]:
+    """A stand-in debug endpoint answering kube-controller-manager's graph."""
+    dot = graph("-f", DUMP)
+    seen: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(self.path)
+            if not self.path.startswith("/debug/controllers/garbagecollector/graph"):
+                self.send_error(404)
+                return
+            body = dot.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/vnd.graphviz")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def test_from_a_controller(controller_url: str) -> None:
+    doc = json.loads(graph("--controller", controller_url, "--uid", "p-1", "-o", "json"))
+    assert len(doc["nodes"]) == 6
+    assert graph("--controller", controller_url).startswith("strict digraph full {")
+
+
+def test_errors() -> None:
+    result = ownergc("graph", "--controller", "http://127.0.0.1:9/")
+    assert result.returncode == 2 and "cannot fetch" in result.stderr
+    result = ownergc("graph")
+    assert result.returncode == 2 and "nothing to read" in result.stderr
+    assert "Traceback" not in result.stderr
