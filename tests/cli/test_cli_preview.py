@@ -75,7 +75,8 @@ def test_pre_existing_garbage_is_listed_apart(tmp_path: Path) -> None:
     manifest.write_text(
         "apiVersion: v1\nkind: ConfigMap\n"
         "metadata: {name: a, namespace: default, uid: a}\n---\n"
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: orphaned-already\n  namespace: default\n"
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n"
+        "  name: orphaned-already\n  namespace: default\n"
         "  ownerReferences: [{apiVersion: v1, kind: ConfigMap, name: gone, uid: gone}]\n"
     )
     result = ownergc("preview", "-f", str(manifest), "--delete", "cm/a")
