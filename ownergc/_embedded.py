@@ -126,16 +126,18 @@ class EmbeddedCluster:
         it lets a namespace finish), so they are waited for in turns until a
         whole round finds both quiet. Raises TimeoutError after ``timeout`` s.
         """
+        ns = self.namespaces
         with anyio.fail_after(timeout):
             while True:
                 await self.gc.wait_idle()
-                await self.namespaces.wait_idle()
-                if all(q.is_idle(1.0) for q in self.gc.queues) and self.namespaces.queue.is_idle(
-                    1.0
-                ):
-                    await self.gc.wait_idle()
-                    if self.namespaces.queue.is_idle(1.0):
-                        return
+                await ns.wait_idle()
+                # Namespaces waiting in backoff are looked at once more, now.
+                progress = ns.deleted_objects + len(ns.finalized)
+                ns.recheck()
+                await ns.wait_idle()
+                await self.gc.wait_idle()
+                if ns.deleted_objects + len(ns.finalized) == progress and ns.queue.is_idle(1.0):
+                    return
 
 
 class ClusterThread:

@@ -77,6 +77,8 @@ class NamespaceController:
         )
         self.deleted_objects = 0
         self.finalized: list[str] = []
+        #: Terminating namespaces seen and not yet gone.
+        self.terminating: set[str] = set()
         self._synced = anyio.Event()
         self._pending_events = 0
         self._tg: TaskGroup | None = None
@@ -111,6 +113,13 @@ class NamespaceController:
                 return
             await anyio.sleep(min(0.01, settle / 2) if settle > 0 else 0)
 
+    def recheck(self) -> None:
+        """Look at every terminating namespace now instead of at its next backoff
+        (e.g. after a test removed the finalizer that held its last object)."""
+        for name in sorted(self.terminating):
+            self.queue.forget(name)
+            self.queue.add(name)
+
     # -- watching namespaces -------------------------------------------------
 
     async def _namespaces(self) -> APIResource:
@@ -143,6 +152,8 @@ class NamespaceController:
                             rv = meta.get("resourceVersion") or rv
                             if event.type in ("ADDED", "MODIFIED"):
                                 self._observe(event.object)
+                            elif event.type == "DELETED":
+                                self.terminating.discard(str(meta.get("name")))
                     finally:
                         aclose = getattr(stream, "aclose", None)
                         if aclose is not None:
@@ -162,6 +173,7 @@ class NamespaceController:
         if meta.get("deletionTimestamp") and FINALIZER_KUBERNETES in (spec.get("finalizers") or []):
             name = meta.get("name")
             if isinstance(name, str):
+                self.terminating.add(name)
                 self.queue.add(name)
 
     # -- emptying a namespace ------------------------------------------------
