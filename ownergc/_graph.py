@@ -714,7 +714,7 @@ class GraphBuilder:
     def _add_dependent_to_owners(self, node: Node, owners: Iterable[OwnerReference]) -> None:
         graph = self.uid_to_node
         ns = node._ident[4]
-        flagged = False
+        flagged = late = False
         for ref in owners:
             owner = graph.get(ref.uid)
             if owner is None:
@@ -727,6 +727,13 @@ class GraphBuilder:
                 self.attempt_to_delete.append(owner)
                 continue
             owner.add_dependent(node)
+            if owner.deleting_dependents:
+                # Deliberate deviation (docs/reliability.md): the owner's foreground
+                # transition enqueued the dependents it had then; one observed later
+                # (a restarted collector lists the owner first, or the dependent's
+                # resource syncs later) would otherwise never be processed while the
+                # owner waits, since only blocking dependents are re-enqueued.
+                late = True
             if flagged:
                 continue
             owner_av, owner_kind, owner_name, owner_uid, owner_ns = owner._ident
@@ -743,7 +750,7 @@ class GraphBuilder:
                 flagged = True
             elif owner_ns is None and ns is not None and owner.virtual:
                 flagged = True
-        if flagged:
+        if flagged or late:
             self.attempt_to_delete.append(node)
 
     def _add_unblocked_owners_to_delete_queue(
