@@ -583,7 +583,7 @@ class GarbageCollector:
             owners = await self._lookup_owners(ident, decision)
             decision = decide_attempt_to_delete(node, latest, owners)
             assert isinstance(decision, Plan)
-        await self._execute(decision, node)
+        await self._execute(decision, node, decided_on=latest)
 
     async def _attempt_to_delete_cached(self, node: Node) -> None:
         """Decide from what the watch cache knows; writes carry uid + resourceVersion.
@@ -675,7 +675,14 @@ class GarbageCollector:
                 owners[ref] = owner
         return owners
 
-    async def _execute(self, plan: Plan, node: Node, *, cached: bool = False) -> None:
+    async def _execute(
+        self,
+        plan: Plan,
+        node: Node,
+        *,
+        cached: bool = False,
+        decided_on: Mapping[str, Any] | None = None,
+    ) -> None:
         for step in plan.steps:
             if isinstance(step, Done):
                 self.log.debug("%s: %s", node.identity, step.reason)
@@ -693,7 +700,7 @@ class GarbageCollector:
                         raise _StaleCache(str(exc)) from exc
                     raise
             elif isinstance(step, Delete):
-                await self._delete(step, node, cached=cached)
+                await self._delete(step, node, cached=cached, decided_on=decided_on)
             elif isinstance(step, RemoveFinalizer):
                 await self._remove_finalizer(step)
 
@@ -730,7 +737,14 @@ class GarbageCollector:
             return
         self.metrics.patches += 1
 
-    async def _delete(self, step: Delete, node: Node, *, cached: bool = False) -> None:
+    async def _delete(
+        self,
+        step: Delete,
+        node: Node,
+        *,
+        cached: bool = False,
+        decided_on: Mapping[str, Any] | None = None,
+    ) -> None:
         ident = step.target
         resource = self._mapper.resource_for(ident.api_version, ident.kind)
         ns = ident.namespace if resource.namespaced else None
@@ -768,7 +782,10 @@ class GarbageCollector:
                     raise _VirtualDeleteEnqueued(str(ident)) from None
                 if (
                     metadata_of(latest).get("uid") != ident.uid
-                    or owner_references_of(latest) != node.owners
+                    # The refs the decision was made from, not the graph's: the
+                    # graph may have caught up with a write the read had not seen.
+                    or owner_references_of(latest)
+                    != (node.owners if decided_on is None else owner_references_of(decided_on))
                 ):
                     raise
                 preconditions = Preconditions(uid=ident.uid)

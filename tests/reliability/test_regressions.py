@@ -57,3 +57,63 @@ async def test_restart_during_held_foreground_deletion_still_processes_late_depe
         assert owner_uids(store, o6) == [o2["metadata"]["uid"]]
         assert not exists(store, lone)
         assert_oracle(store)
+
+
+class _RewriteBeforeDelete:
+    """Passes everything to ``store``; before the collector's first DELETE of ``name``
+    a concurrent writer sets that object's owner references to ``refs`` and waits
+    until the collector's graph has observed the write."""
+
+    def __init__(self, store: InMemoryStore, name: str, refs: list[dict[str, Any]]) -> None:
+        self.store = store
+        self.name = name
+        self.refs = refs
+        self.gc: Any = None
+        self.fired = False
+
+    async def delete(self, resource: Any, name: str, **kw: Any) -> Any:
+        if name == self.name and not self.fired:
+            self.fired = True
+            from ownergc.protocols import PatchType
+
+            patched = await self.store.patch(
+                resource,
+                name,
+                {"metadata": {"ownerReferences": self.refs}},
+                patch_type=PatchType.MERGE,
+                namespace=kw.get("namespace"),
+            )
+            rv = patched["metadata"]["resourceVersion"]
+            uid = patched["metadata"]["uid"]
+            with anyio.fail_after(5):
+                while (node := self.gc.uid_to_node.get(uid)) is None or node.resource_version != rv:
+                    await anyio.sleep(0.001)
+        return await self.store.delete(resource, name, **kw)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+
+async def test_conflict_recheck_compares_with_the_refs_it_decided_on() -> None:
+    """Found while auditing the DELETE conflict re-check (use_cache=False, item 66).
+
+    The collector read X live with refs [A] (A absent) and sent DELETE with
+    X's resourceVersion. Meanwhile a writer set X's refs to [A, B] (B live),
+    and the graph observed that. The DELETE failed with 409; the re-check
+    compared the re-read refs with the *graph's* refs (equal: [A, B]) instead
+    of the refs the decision was made from ([A]), concluded "only the
+    resourceVersion moved" and retried with a uid-only precondition: X was
+    deleted although B is a live, solid owner.
+    """
+    store = InMemoryStore()
+    b = await make(store, "ConfigMap", "b")
+    a_ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "a", "uid": "uid-of-absent-a"}
+    wrapper = _RewriteBeforeDelete(store, "x", [a_ref, ref(b)])
+    async with running_gc(wrapper, use_cache=False) as gc:  # type: ignore[arg-type]
+        wrapper.gc = gc
+        x = await make(store, "ConfigMap", "x", owners=[a_ref])
+        await settle(gc)
+        assert wrapper.fired
+        assert exists(store, x), "x was deleted although its owner b is live"
+        assert owner_uids(store, x) == [b["metadata"]["uid"]]
+        assert exists(store, b)
