@@ -757,16 +757,16 @@ class GarbageCollector:
         preconditions = step.preconditions
         for _ in range(2):
             try:
-                await self.store.delete(
+                remaining = await self.store.delete(
                     resource,
                     ident.name,
                     namespace=ns,
                     propagation_policy=step.policy,
                     preconditions=preconditions,
                 )
-            except NotFound as exc:
-                if cached:
-                    raise _StaleCache(str(exc)) from exc
+            except NotFound:
+                # Nothing has this name any more (a same-named replacement would
+                # have failed the uid precondition with 409): our object is gone.
                 self._enqueue_change((_VIRTUAL_DELETE, ident, None))
                 raise _VirtualDeleteEnqueued(str(ident)) from None
             except Conflict as exc:
@@ -791,6 +791,11 @@ class GarbageCollector:
                 preconditions = Preconditions(uid=ident.uid)
                 continue
             self.metrics.count_deletion(step.policy.value)
+            if remaining is None:
+                # Removed from storage: drop the node now (as a 404 would) instead
+                # of waiting for the watch, so an owner re-examining its
+                # dependents meanwhile does not send this one a second DELETE.
+                self._enqueue_change((_VIRTUAL_DELETE, ident, None))
             return
 
     async def _remove_finalizer(self, step: RemoveFinalizer) -> None:

@@ -1195,7 +1195,11 @@ class KubeAPIServer:
 
                 tg.start_soon(watch_peer)
                 with handle.scope:
-                    await self._pump_events(plan, writer)
+                    try:
+                        await self._pump_events(plan, writer)
+                    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                        # The client went away mid-event: an ordinary end of a watch.
+                        peer_closed = True
                 tg.cancel_scope.cancel()
         finally:
             self._watches.discard(handle)
