@@ -5,19 +5,14 @@ Each test names the invariant that failed, the minimal history, and the fix.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from e2e_helpers import delete, exists, make, owner_uids, ref, running_gc, settle
+from reliability_harness import Audit, expected_state, state_diff
 
-sys.path.insert(0, str(Path(__file__).parent.parent / "e2e"))
-
-from e2e_helpers import delete, exists, make, owner_uids, ref, running_gc, settle  # noqa: E402
-from reliability_harness import Audit, AuditedStore, expected_state, state_diff  # noqa: E402
-
-from ownergc_backends.memory import InMemoryStore  # noqa: E402
+from ownergc_backends.memory import InMemoryStore
 
 pytestmark = pytest.mark.anyio
 
