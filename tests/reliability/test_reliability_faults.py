@@ -1,4 +1,4 @@
-"""FaultyStore itself: determinism, and that each injected fault is one a real apiserver can give."""
+"""FaultyStore itself: determinism, and that each injected fault is one an apiserver can give."""
 
 from __future__ import annotations
 

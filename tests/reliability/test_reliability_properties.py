@@ -348,6 +348,7 @@ class GCMachine(RuleBasedStateMachine):
     @rule()
     def restart_controller(self) -> None:
         self.steps.append("restart")
+
         async def go() -> None:
             await self.runner.restart(self.tg)
             assert self.runner.gc is not None
