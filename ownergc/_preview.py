@@ -141,9 +141,7 @@ def _outcome(
             and "kubernetes" in (spec.get("finalizers") or [])
         ):
             inside = sorted(
-                _label(o)
-                for o in by_uid_after.values()
-                if _meta(o).get("namespace") == out.name
+                _label(o) for o in by_uid_after.values() if _meta(o).get("namespace") == out.name
             )
             if inside:
                 reasons.append("namespace controller waiting for " + ", ".join(inside))
