@@ -440,7 +440,7 @@ class InMemoryStore:
         first DELETE marks the namespace ``Terminating`` (deletionTimestamp,
         orphan / foregroundDeletion finalizers from the options) and it stays
         until ``spec.finalizers`` (``[kubernetes]``) is emptied, which a
-        namespace controller (:class:`ownergc.controller.NamespaceController`)
+        namespace controller (:class:`ownergc.controller._namespace.NamespaceController`)
         does once the namespace is empty. Off by default: then a namespace
         DELETE is the generic one and contents are kept.
 
