@@ -82,7 +82,7 @@ CONVERGE_TIMEOUT = float(os.environ.get("OWNERGC_RELIABILITY_CONVERGE_TIMEOUT", 
 
 
 def _examples() -> int:
-    return int(os.environ.get("OWNERGC_RELIABILITY_EXAMPLES", "60"))
+    return int(os.environ.get("OWNERGC_RELIABILITY_EXAMPLES", "80"))
 
 
 def _settings() -> settings:
@@ -270,13 +270,23 @@ class GCMachine(RuleBasedStateMachine):
             refs.append(ref)
         return refs
 
-    @rule(
-        kind=st.sampled_from(["ConfigMap", "ConfigMap", "Secret", "ClusterRole"]),
-        namespace=st.sampled_from(NAMESPACES),
-        owners=owner_specs,
-        hold=st.sampled_from([False, False, False, True]),
+    new_objects = st.lists(
+        st.tuples(
+            st.sampled_from(["ConfigMap", "ConfigMap", "Secret", "ClusterRole"]),
+            st.sampled_from(NAMESPACES),
+            owner_specs,
+            st.sampled_from([False, False, False, True]),
+        ),
+        min_size=1,
+        max_size=4,
     )
-    def create(self, kind: str, namespace: str, owners: list[Any], hold: bool) -> None:
+
+    @rule(batch=new_objects)
+    def create(self, batch: list[Any]) -> None:
+        for kind, namespace, owners, hold in batch:
+            self._create(kind, namespace, owners, hold)
+
+    def _create(self, kind: str, namespace: str, owners: list[Any], hold: bool) -> None:
         cluster = kind == "ClusterRole"
         self.counter += 1
         meta: dict[str, Any] = {"name": f"o{self.counter}"}
