@@ -1,0 +1,275 @@
+"""Scale runs: ~111k objects through the collector, with the result checked against an oracle.
+
+The forest (``--objects N``, default 100000): N/100 owners (ConfigMaps) with
+100 dependents each (Secrets, ``blockOwnerDeletion: true``; N dependents in
+all), 10 chains of N/100 ConfigMaps (each owning the next), and N/1000
+bystanders without owner references. Objects are loaded with
+``InMemoryStore.load_objects`` (uids made up up front), so building costs
+no API calls.
+
+For each policy (Background, Foreground) a fresh process builds the forest,
+starts a GarbageCollector (20 workers, watch-cache decisions) on the chosen
+backend, and reports:
+
+* ``sync_seconds``: start to ``wait_synced`` plus every object in the graph;
+* ``cascade_seconds``: from DELETE of every owner and chain root (issued
+  directly to the store, with the policy) until every object the oracle says
+  goes is gone (counted on the store's own watch);
+* ``gc_rss_bytes_per_object``: growth of the process's peak RSS
+  (``getrusage`` maxrss) from "store built" to "synced", per object, i.e.
+  what the collector (graph, monitors, client; for http also the facade's
+  and client's buffers) costs per object; ``peak_rss_mb`` is the process
+  peak at the end;
+* ``oracle_ok``: the survivors are exactly the oracle's (bystanders, with
+  unchanged metadata) and nothing else of the forest remains.
+
+Backends: ``memory`` (the collector on the InMemoryStore) and ``http`` (on a
+KubeStore talking to the REST facade over loopback; facade, client and
+collector share one event loop and one core).
+
+Run: ``python benchmarks/scale.py [--objects N] [--backend memory|http]
+[--policy Background|Foreground]``. Prints one JSON line per case. The full
+100k run is a benchmark, not a CI job.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+import uuid
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from ownergc.controller import GarbageCollector
+from ownergc_backends.memory import InMemoryStore
+
+MONITORED = {("", "configmaps"), ("", "secrets")}
+
+
+def _maxrss_bytes() -> int:
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(rss if sys.platform == "darwin" else rss * 1024)
+
+
+def _obj(kind: str, name: str, uid: str, owners: list[dict[str, Any]] | None = None) -> Any:
+    meta: dict[str, Any] = {"name": name, "namespace": "default", "uid": uid}
+    if owners:
+        meta["ownerReferences"] = owners
+    return {"apiVersion": "v1", "kind": kind, "metadata": meta}
+
+
+def _ref(kind: str, name: str, uid: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": kind,
+        "name": name,
+        "uid": uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def forest(n: int) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
+    """The objects, and the roots to delete as (kind, name)."""
+    objs: list[dict[str, Any]] = []
+    roots: list[tuple[str, str]] = []
+    owners = max(1, n // 100)
+    for i in range(owners):
+        uid = str(uuid.uuid4())
+        objs.append(_obj("ConfigMap", f"owner-{i}", uid))
+        roots.append(("ConfigMap", f"owner-{i}"))
+        ref = [_ref("ConfigMap", f"owner-{i}", uid)]
+        for j in range(100):
+            objs.append(_obj("Secret", f"dep-{i}-{j}", str(uuid.uuid4()), ref))
+    length = max(1, n // 100)
+    for c in range(10):
+        prev: list[dict[str, Any]] | None = None
+        for k in range(length):
+            uid = str(uuid.uuid4())
+            name = f"chain-{c}-{k}"
+            objs.append(_obj("ConfigMap", name, uid, prev))
+            prev = [_ref("ConfigMap", name, uid)]
+        roots.append(("ConfigMap", f"chain-{c}-0"))
+    for b in range(max(1, n // 1000)):
+        objs.append(_obj("Secret", f"bystander-{b}", str(uuid.uuid4())))
+    return objs, roots
+
+
+def oracle(objs: list[dict[str, Any]], roots: list[tuple[str, str]]) -> dict[str, Any]:
+    """Survivors by uid after deleting ``roots`` (Background or Foreground: same end state
+    here, as nothing carries a custom finalizer): everything whose owners all go, goes."""
+    by_name = {(o["kind"], o["metadata"]["name"]): o for o in objs}
+    dependents: dict[str, list[dict[str, Any]]] = {}
+    for o in objs:
+        for r in o["metadata"].get("ownerReferences") or []:
+            dependents.setdefault(r["uid"], []).append(o)
+    gone = {by_name[r]["metadata"]["uid"] for r in roots}
+    queue = deque(gone)
+    while queue:
+        uid = queue.popleft()
+        for dep in dependents.get(uid, []):
+            duid = dep["metadata"]["uid"]
+            if duid not in gone and all(
+                r["uid"] in gone for r in dep["metadata"]["ownerReferences"]
+            ):
+                gone.add(duid)
+                queue.append(duid)
+    return {o["metadata"]["uid"]: o for o in objs if o["metadata"]["uid"] not in gone}
+
+
+def _shape(o: dict[str, Any]) -> tuple[Any, ...]:
+    m = o["metadata"]
+    return (
+        o["kind"],
+        m["name"],
+        m["uid"],
+        tuple(r["uid"] for r in m.get("ownerReferences") or []),
+        tuple(m.get("finalizers") or []),
+        m.get("deletionTimestamp") is not None,
+    )
+
+
+class _Gone:
+    """Counts DELETED events of the store's own watches until ``target`` objects went."""
+
+    def __init__(self, store: InMemoryStore, target: int) -> None:
+        self.store, self.target, self.count = store, target, 0
+        self.done = anyio.Event()
+
+    async def run(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+        rv = self.store.resource_version
+        async with anyio.create_task_group() as tg:
+            for kind in ("ConfigMap", "Secret"):
+                tg.start_soon(self._watch, kind, rv)
+            task_status.started()
+
+    async def _watch(self, kind: str, rv: str) -> None:
+        res = self.store.resource_for("v1", kind)
+        async for ev in self.store.watch(res, resource_version=rv):
+            if ev.type == "DELETED":
+                self.count += 1
+                if self.count >= self.target:
+                    self.done.set()
+
+
+async def run_case(n: int, backend: str, policy: str, workers: int, timeout: float) -> Any:
+    objs, roots = forest(n)
+    expected = oracle(objs, roots)
+    store = InMemoryStore(event_window=max(100_000, 3 * len(objs)), request_log_limit=1000)
+    store.load_objects(objs)
+    total = len(objs)
+    del objs
+    ignored = {
+        (r.group, r.resource)
+        for r in (await store.discover()).resources
+        if (r.group, r.resource) not in MONITORED
+    }
+    if backend == "http":  # import the client before measuring what the collector adds
+        import ownergc_backends.kube
+        import ownergc_backends.memory.http  # noqa: F401
+    rss_built = _maxrss_bytes()
+    result: dict[str, Any] = {
+        "backend": backend,
+        "policy": policy,
+        "objects": total,
+        "owners": n // 100,
+        "dependents": (n // 100) * 100,
+        "chains": "10x" + str(max(1, n // 100)),
+        "workers": workers,
+    }
+
+    async def body(gc_store: Any) -> None:
+        gc = GarbageCollector(gc_store, workers=workers, ignored_resources=ignored)
+        async with anyio.create_task_group() as tg:
+            start = time.perf_counter()
+            tg.start_soon(gc.run)
+            with anyio.fail_after(timeout):
+                await gc.wait_synced()
+                while len(gc.uid_to_node) < total:
+                    await anyio.sleep(0.05)
+                await gc.wait_idle(settle=0.2)
+            result["sync_seconds"] = round(time.perf_counter() - start, 2)
+            rss_synced = _maxrss_bytes()
+            result["gc_rss_bytes_per_object"] = round((rss_synced - rss_built) / total)
+            gone = _Gone(store, total - len(expected))
+            await tg.start(gone.run)
+            start = time.perf_counter()
+            cm = store.resource_for("v1", "ConfigMap")
+            for _kind, name in roots:
+                await store.delete(cm, name, namespace="default", propagation_policy=policy)
+            with anyio.move_on_after(timeout):
+                await gone.done.wait()
+            result["cascade_seconds"] = round(time.perf_counter() - start, 2)
+            result["objects_per_s"] = round(gone.count / max(result["cascade_seconds"], 1e-9))
+            with anyio.move_on_after(timeout):
+                await gc.wait_idle(settle=0.2)
+            result["gc_deletions"] = dict(gc.metrics.deletions)
+            result["gc_errors"] = gc.metrics.errors
+            tg.cancel_scope.cancel()
+
+    if backend == "memory":
+        await body(store)
+    else:
+        from ownergc_backends.kube import KubeStore
+        from ownergc_backends.memory.http import serve_in_background
+
+        async with serve_in_background(store) as server:
+            kube = await KubeStore.from_kubeconfig_dict(server.kubeconfig(), qps=0, burst=0)
+            async with kube:
+                await body(kube)
+    actual = {
+        o["metadata"]["uid"]: o
+        for o in store.snapshot()
+        if o["kind"] in ("ConfigMap", "Secret") and o["metadata"]["namespace"] == "default"
+    }
+    ok = {u: _shape(o) for u, o in actual.items()} == {u: _shape(o) for u, o in expected.items()}
+    result["survivors"] = len(actual)
+    result["oracle_ok"] = ok
+    result["peak_rss_mb"] = round(_maxrss_bytes() / 2**20)
+    return result
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--objects", type=int, default=100_000)
+    parser.add_argument("--backend", choices=["memory", "http"], default="memory")
+    parser.add_argument("--policy", choices=["Background", "Foreground"])
+    parser.add_argument("--workers", type=int, default=20)
+    parser.add_argument("--timeout", type=float, default=3600)
+    args = parser.parse_args(argv)
+    if args.policy is None:
+        # One process per policy: peak RSS is per process.
+        for policy in ("Background", "Foreground"):
+            cmd = [
+                sys.executable,
+                __file__,
+                "--objects",
+                str(args.objects),
+                "--backend",
+                args.backend,
+                "--policy",
+                policy,
+                "--workers",
+                str(args.workers),
+                "--timeout",
+                str(args.timeout),
+            ]
+            subprocess.run(cmd, check=True)
+        return
+    result = anyio.run(
+        run_case, args.objects, args.backend, args.policy, args.workers, args.timeout
+    )
+    print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()
