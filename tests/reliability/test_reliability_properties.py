@@ -209,6 +209,7 @@ class GCMachine(RuleBasedStateMachine):
                 converge_seconds = round(time.monotonic() - began, 3)
                 record = {
                     "profile": self.profile,
+                    "run_seed": getattr(self, "run_seed", None),
                     "seed": self.seed,
                     "use_cache": self.use_cache,
                     "policies": sorted(self.policies_used),
