@@ -708,10 +708,9 @@ class GarbageCollector:
         ident = step.target
         resource = self._mapper.resource_for(ident.api_version, ident.kind)
         ns = ident.namespace if resource.namespaced else None
-        self._action(
-            "patch", {"target": str(ident), "why": step.why, "patch": step.smp or step.jmp}
-        )
+        details = {"target": str(ident), "why": step.why, "patch": step.smp or step.jmp}
         if self.dry_run:
+            self._action("patch", details)
             return
         try:
             if step.smp is not None:
@@ -736,6 +735,7 @@ class GarbageCollector:
                 raise
             return
         self.metrics.patches += 1
+        self._action("patch", details)
 
     async def _delete(
         self,
@@ -748,11 +748,9 @@ class GarbageCollector:
         ident = step.target
         resource = self._mapper.resource_for(ident.api_version, ident.kind)
         ns = ident.namespace if resource.namespaced else None
-        self._action(
-            "delete",
-            {"target": str(ident), "policy": step.policy.value, "why": step.why},
-        )
+        details = {"target": str(ident), "policy": step.policy.value, "why": step.why}
         if self.dry_run:
+            self._action("delete", details)
             return
         preconditions = step.preconditions
         for _ in range(2):
@@ -791,6 +789,7 @@ class GarbageCollector:
                 preconditions = Preconditions(uid=ident.uid)
                 continue
             self.metrics.count_deletion(step.policy.value)
+            self._action("delete", details)
             if remaining is None:
                 # Removed from storage: drop the node now (as a 404 would) instead
                 # of waiting for the watch, so an owner re-examining its
@@ -810,8 +809,9 @@ class GarbageCollector:
             patch = remove_finalizer_patch(latest, step.finalizer)
             if patch is None:
                 return
-            self._action("remove_finalizer", {"target": str(ident), "finalizer": step.finalizer})
+            details = {"target": str(ident), "finalizer": step.finalizer}
             if self.dry_run:
+                self._action("remove_finalizer", details)
                 return
             try:
                 await self.store.patch(
@@ -824,6 +824,7 @@ class GarbageCollector:
                 delay *= 5
                 continue
             self.metrics.finalizers_removed += 1
+            self._action("remove_finalizer", details)
             return
         raise Conflict(
             "updateMaxRetries(4) has reached. The garbage collector will retry later for "
@@ -865,6 +866,7 @@ class GarbageCollector:
         await self._remove_finalizer(remove)
 
     def _action(self, what: str, details: Mapping[str, Any]) -> None:
+        """Report a write: done (after the server accepted it) or, in dry run, intended."""
         if self.dry_run:
             self.log.info("dry-run: would %s %s", what, details.get("target"), extra=dict(details))
         else:
