@@ -92,6 +92,14 @@ def _configure_logging(verbosity: int, fmt: str) -> None:
     root.setLevel(level)
 
 
+def _only_broken_pipes(exc: BaseException) -> bool:
+    """True for a BrokenPipeError, or an exception group made only of them (task groups)."""
+    if isinstance(exc, BrokenPipeError):
+        return True
+    inner: Sequence[BaseException] = getattr(exc, "exceptions", None) or ()
+    return bool(inner) and all(_only_broken_pipes(e) for e in inner)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -104,7 +112,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = func(args)
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:
+    except Exception as exc:
+        if not _only_broken_pipes(exc):
+            raise
         # Output piped into `head` and the like: stop quietly, as Unix tools do.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
