@@ -113,7 +113,7 @@ async def test_item68_remove_finalizer_gives_up_after_four_conflicts_then_retrie
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     store = InMemoryStore()
-    async with running_gc(store) as gc:
+    async with running_gc(store, use_cache=False) as gc:
         owner = await make(store, "ConfigMap", "owner")
         await settle(gc)
         configmaps = store.resource_for("v1", "ConfigMap")
