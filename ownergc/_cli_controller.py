@@ -19,11 +19,11 @@ from typing import Any
 
 import anyio
 
+from ownergc._cli_args import port, positive_float, positive_int, positive_seconds
 from ownergc.controller import DEFAULT_IGNORED_RESOURCES, GarbageCollector
 from ownergc.controller._http import ControllerEndpoints, serve_http
 from ownergc.controller._leader import LeaderElector, LeadershipLost
 from ownergc.errors import OwnerGCError
-from ownergc.nodegc._time import parse_duration
 
 log = logging.getLogger("ownergc.cli")
 
@@ -33,43 +33,6 @@ DEFAULT_QPS = 40.0
 DEFAULT_BURST = 30
 
 NO_CLUSTER_HINT = "To see the collector work without a cluster, run `ownergc demo`."
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = parse_duration(text).total_seconds()
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"duration must be positive, got {text!r}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
-    return value
-
-
-def _port(text: str) -> int:
-    value = _positive_int(text) if text != "0" else 0
-    if value > 65535:
-        raise argparse.ArgumentTypeError(f"not a port: {text!r}")
-    return value
 
 
 def parse_group_resource(text: str) -> tuple[str, str]:
@@ -97,14 +60,14 @@ def add_parser(sub: Any) -> None:
     conn.add_argument("--context", help="kubeconfig context to use (default: current-context)")
     conn.add_argument(
         "--qps",
-        type=_positive_float,
+        type=positive_float,
         default=DEFAULT_QPS,
         help=f"client-side request rate limit (default: {DEFAULT_QPS:g}, "
         "kube-controller-manager's --kube-api-qps doubled, as its GC client does)",
     )
     conn.add_argument(
         "--burst",
-        type=_positive_int,
+        type=positive_int,
         default=DEFAULT_BURST,
         help=f"client-side burst above --qps (default: {DEFAULT_BURST})",
     )
@@ -113,7 +76,7 @@ def add_parser(sub: Any) -> None:
         "--workers",
         "--concurrent-gc-syncs",
         dest="workers",
-        type=_positive_int,
+        type=positive_int,
         default=20,
         help="attemptToDelete and attemptToOrphan workers each (default: 20)",
     )
@@ -129,14 +92,14 @@ def add_parser(sub: Any) -> None:
     )
     gc.add_argument(
         "--resync-period",
-        type=_seconds,
+        type=positive_seconds,
         default=30.0,
         metavar="DURATION",
         help="how often to rediscover resources, e.g. 30s (default: 30s)",
     )
     gc.add_argument(
         "--initial-sync-timeout",
-        type=_seconds,
+        type=positive_seconds,
         default=30.0,
         metavar="DURATION",
         help="start workers after this long even if some monitors have not synced (default: 30s)",
@@ -150,21 +113,21 @@ def add_parser(sub: Any) -> None:
     le.add_argument("--leader-elect", action="store_true", help="run only while holding the Lease")
     le.add_argument(
         "--leader-elect-lease-duration",
-        type=_seconds,
+        type=positive_seconds,
         default=15.0,
         metavar="DURATION",
         help="default: 15s",
     )
     le.add_argument(
         "--leader-elect-renew-deadline",
-        type=_seconds,
+        type=positive_seconds,
         default=10.0,
         metavar="DURATION",
         help="default: 10s",
     )
     le.add_argument(
         "--leader-elect-retry-period",
-        type=_seconds,
+        type=positive_seconds,
         default=2.0,
         metavar="DURATION",
         help="default: 2s",
@@ -179,7 +142,7 @@ def add_parser(sub: Any) -> None:
     srv.add_argument("--bind-address", default="0.0.0.0", help="default: 0.0.0.0")
     srv.add_argument(
         "--port",
-        type=_port,
+        type=port,
         default=10257,
         help="port for /healthz, /readyz, /metrics and /debug/controllers/garbagecollector/graph "
         "(default: 10257; 0 picks a free port)",

@@ -15,6 +15,8 @@ from typing import Any, TextIO
 
 import anyio
 
+from ownergc._cli_args import positive_int
+
 SCENARIOS = ("background", "foreground", "orphan")
 
 
@@ -32,22 +34,10 @@ def add_parser(sub: Any) -> None:
         help="which propagation policy to show (default: all three)",
     )
     parser.add_argument(
-        "--pods", type=_positive_int, default=3, help="pods per ReplicaSet (default: 3)"
+        "--pods", type=positive_int, default=3, help="pods per ReplicaSet (default: 3)"
     )
-    parser.add_argument(
-        "--workers", type=_positive_int, default=20, help="GC workers (default: 20)"
-    )
+    parser.add_argument("--workers", type=positive_int, default=20, help="GC workers (default: 20)")
     parser.set_defaults(func=run)
-
-
-def _positive_int(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {value!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
-    return n
 
 
 def run(args: argparse.Namespace) -> int:

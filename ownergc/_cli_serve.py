@@ -25,6 +25,7 @@ from typing import Any, TextIO
 
 import anyio
 
+from ownergc._cli_args import port, positive_int
 from ownergc._manifests import ManifestError, read_manifests
 
 DEFAULT_PORT = 8080
@@ -42,7 +43,7 @@ def add_parser(sub: Any) -> None:
     )
     parser.add_argument(
         "--port",
-        type=_port,
+        type=port,
         default=DEFAULT_PORT,
         help=f"port to listen on; 0 picks a free one (default: {DEFAULT_PORT})",
     )
@@ -59,35 +60,13 @@ def add_parser(sub: Any) -> None:
         help="seed from manifests: a YAML/JSON file or a directory of them (repeatable); "
         "CRDs are loaded first, metadata.uid is kept when given",
     )
-    parser.add_argument(
-        "--workers", type=_positive_int, default=20, help="GC workers (default: 20)"
-    )
+    parser.add_argument("--workers", type=positive_int, default=20, help="GC workers (default: 20)")
     parser.add_argument(
         "--actions",
         action="store_true",
         help="print every action of the garbage collector and namespace controller",
     )
     parser.set_defaults(func=run)
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r}")
-    return value
 
 
 def kubeconfig_yaml(config: dict[str, Any]) -> str:
