@@ -47,7 +47,13 @@ from ownergc._decisions import (
     remove_finalizer_patch,
 )
 from ownergc._graph import GraphBuilder, InvalidNamespaceEvent, Node, UIDToNode
-from ownergc._refs import ObjectReference, OwnerReference, metadata_of, owner_references_of
+from ownergc._refs import (
+    FINALIZER_ORPHAN_DEPENDENTS,
+    ObjectReference,
+    OwnerReference,
+    metadata_of,
+    owner_references_of,
+)
 from ownergc.controller._queue import FIFOQueue, WorkQueue
 from ownergc.errors import (
     Conflict,
@@ -786,7 +792,12 @@ class GarbageCollector:
                     != (node.owners if decided_on is None else owner_references_of(decided_on))
                 ):
                     raise
-                preconditions = Preconditions(uid=ident.uid)
+                # Guard the retry with the re-read's resourceVersion: a uid-only
+                # DELETE would also remove an object whose refs changed after
+                # the re-read (e.g. a live owner added).
+                preconditions = Preconditions(
+                    uid=ident.uid, resource_version=metadata_of(latest).get("resourceVersion")
+                )
                 continue
             self.metrics.count_deletion(step.policy.value)
             self._action("delete", details)
@@ -881,6 +892,18 @@ class GarbageCollector:
                 queue.done(node)
 
     async def _attempt_to_orphan(self, owner: Node) -> None:
+        # Only while the owner still asks for orphaning: a retry after the
+        # finalizer was removed (e.g. that patch timed out but was applied)
+        # must not strip the owner's refs from dependents added since.
+        ident = owner.identity
+        resource = self._mapper.resource_for(ident.api_version, ident.kind)
+        live = await self._get_or_none(resource, ident)
+        if (
+            live is None
+            or metadata_of(live).get("uid") != ident.uid
+            or FINALIZER_ORPHAN_DEPENDENTS not in (metadata_of(live).get("finalizers") or ())
+        ):
+            return
         patches, remove = plan_attempt_to_orphan(owner)
         errors: list[BaseException] = []
         limiter = anyio.CapacityLimiter(self.orphan_concurrency)

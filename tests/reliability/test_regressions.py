@@ -112,3 +112,119 @@ async def test_conflict_recheck_compares_with_the_refs_it_decided_on() -> None:
         assert exists(store, x), "x was deleted although its owner b is live"
         assert owner_uids(store, x) == [b["metadata"]["uid"]]
         assert exists(store, b)
+
+
+class _ChangeRefsBeforeRetry:
+    """The collector's first DELETE of ``name`` meets a concurrent write (409); just
+    before its retried DELETE, a writer gives the object the owner refs ``refs``."""
+
+    def __init__(self, store: InMemoryStore, name: str, refs: list[dict[str, Any]]) -> None:
+        self.store, self.name, self.refs = store, name, refs
+        self.deletes = 0
+
+    async def delete(self, resource: Any, name: str, **kw: Any) -> Any:
+        if name == self.name:
+            self.deletes += 1
+            from ownergc.protocols import PatchType
+
+            if self.deletes == 1:
+                patch: dict[str, Any] = {"metadata": {"annotations": {"touched": "1"}}}
+            elif self.deletes == 2:
+                patch = {"metadata": {"ownerReferences": self.refs}}
+            else:
+                patch = {}
+            if patch:
+                await self.store.patch(
+                    resource,
+                    name,
+                    patch,
+                    patch_type=PatchType.MERGE,
+                    namespace=kw.get("namespace"),
+                )
+        return await self.store.delete(resource, name, **kw)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+
+async def test_conflict_retry_keeps_a_resource_version_precondition() -> None:
+    """Found by the seeded soak (run 1166, profile "conflict", live decisions).
+
+    X's only owner is absent; the collector's DELETE (guarded by X's
+    resourceVersion) got 409 because something touched X; the re-read showed
+    the same refs, so it retried, but with a uid-only precondition. A writer
+    gave X a live owner between the re-read and the retry, and X was deleted.
+    The retry now carries the re-read's resourceVersion.
+    """
+    store = InMemoryStore()
+    b = await make(store, "ConfigMap", "b")
+    a_ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "a", "uid": "uid-of-absent-a"}
+    wrapper = _ChangeRefsBeforeRetry(store, "x", [a_ref, ref(b)])
+    async with running_gc(wrapper, use_cache=False) as gc:  # type: ignore[arg-type]
+        x = await make(store, "ConfigMap", "x", owners=[a_ref])
+        await settle(gc)
+        assert wrapper.deletes >= 2
+        assert exists(store, x), "x was deleted although its owner b is live"
+        assert owner_uids(store, x) == [b["metadata"]["uid"]]
+
+
+class _OrphanFinalizerRemovalTimesOut:
+    """The collector's first removal of ``owner``'s orphan finalizer is applied, then a
+    new dependent of the owner appears (and is in the graph), then the call times out."""
+
+    def __init__(self, store: InMemoryStore, owner: dict[str, Any]) -> None:
+        self.store, self.owner = store, owner
+        self.gc: Any = None
+        self.late: dict[str, Any] | None = None
+
+    async def patch(self, resource: Any, name: str, patch: Any, **kw: Any) -> Any:
+        out = await self.store.patch(resource, name, patch, **kw)
+        meta = patch.get("metadata", {}) if isinstance(patch, dict) else {}
+        if name == self.owner["metadata"]["name"] and "finalizers" in meta and self.late is None:
+            from ownergc.errors import ServerTimeout
+
+            self.late = await make(self.store, "Secret", "late", owners=[ref(self.owner)])
+            node = self.gc.uid_to_node
+            with anyio.fail_after(5):
+                while (
+                    self.late["metadata"]["uid"] not in node
+                    or node[self.late["metadata"]["uid"]]
+                    not in node[self.owner["metadata"]["uid"]].dependents
+                ):
+                    await anyio.sleep(0.001)
+            raise ServerTimeout("the request timed out (but was applied)")
+        return out
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+
+@pytest.mark.parametrize("use_cache", [True, False])
+async def test_orphan_retry_does_not_strip_refs_once_orphaning_is_over(use_cache: bool) -> None:
+    """Found by the seeded soak (run 1329, profile "timeout").
+
+    The owner, held by a custom finalizer, was deleted with Orphan; the
+    collector orphaned its dependents and removed the ``orphan`` finalizer,
+    but that PATCH timed out after being applied, so the owner was retried.
+    A dependent created in between (the owner is still there, being deleted,
+    not orphaning any more: a solid owner) lost its reference on the retry.
+    The orphan worker now re-reads the owner and stops when the finalizer is gone.
+    """
+    store = InMemoryStore()
+    owner = await make(store, "ConfigMap", "owner", finalizers=[HOLD])
+    early = await make(store, "Secret", "early", owners=[ref(owner)])
+    wrapper = _OrphanFinalizerRemovalTimesOut(store, owner)
+    async with running_gc(wrapper, use_cache=use_cache) as gc:  # type: ignore[arg-type]
+        wrapper.gc = gc
+        await settle(gc)
+        await delete(store, owner, "Orphan")
+        with anyio.fail_after(10):
+            while wrapper.late is None:
+                await anyio.sleep(0.01)
+        await settle(gc)
+        assert owner_uids(store, early) == []
+        assert owner_uids(store, wrapper.late) == [owner["metadata"]["uid"]]
+        assert store.get_object("v1", "ConfigMap", "owner", "default")["metadata"][
+            "finalizers"
+        ] == [HOLD]
+        assert_oracle(store)
