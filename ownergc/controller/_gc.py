@@ -779,7 +779,7 @@ class GarbageCollector:
                 if preconditions.resource_version is None:
                     raise
                 # Only the resourceVersion moved? Re-read: if the owners are
-                # unchanged the decision still holds, so retry on uid alone.
+                # unchanged the decision still holds, so retry (once).
                 latest = await self._get_or_none(resource, ident)
                 if latest is None:
                     self._enqueue_change((_VIRTUAL_DELETE, ident, None))
@@ -807,6 +807,8 @@ class GarbageCollector:
                 # dependents meanwhile does not send this one a second DELETE.
                 self._enqueue_change((_VIRTUAL_DELETE, ident, None))
             return
+        # Still conflicting after the retry: not deleted; requeue and decide afresh.
+        raise Conflict(f"{ident} kept changing while being deleted; will retry")
 
     async def _remove_finalizer(self, step: RemoveFinalizer, node: Node | None = None) -> None:
         """removeFinalizer: a JSON merge patch guarded by resourceVersion, retried on 409.

@@ -228,3 +228,50 @@ async def test_orphan_retry_does_not_strip_refs_once_orphaning_is_over(use_cache
             "finalizers"
         ] == [HOLD]
         assert_oracle(store)
+
+
+class _TouchBeforeDeletes:
+    """A concurrent writer touches ``name`` before each of the collector's first
+    ``times`` DELETEs of it, so each one meets a 409."""
+
+    def __init__(self, store: InMemoryStore, name: str, times: int) -> None:
+        self.store, self.name, self.left = store, name, times
+        self.deletes = 0
+
+    async def delete(self, resource: Any, name: str, **kw: Any) -> Any:
+        if name == self.name:
+            self.deletes += 1
+            if self.left > 0:
+                self.left -= 1
+                from ownergc.protocols import PatchType
+
+                await self.store.patch(
+                    resource,
+                    name,
+                    {"metadata": {"annotations": {"touched": str(self.left)}}},
+                    patch_type=PatchType.MERGE,
+                    namespace=kw.get("namespace"),
+                )
+        return await self.store.delete(resource, name, **kw)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+
+@pytest.mark.parametrize("use_cache", [True, False])
+async def test_garbage_is_collected_after_repeated_delete_conflicts(use_cache: bool) -> None:
+    """Found by the seeded soak (run 1342, profile "conflict") after the retry above
+    gained a resourceVersion precondition: when the retry met a 409 too, ``_delete``
+    fell out of its retry loop as if it had succeeded, the item was forgotten and
+    the garbage stayed. Exhausted retries now raise (the item is requeued)."""
+    store = InMemoryStore()
+    a_ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "a", "uid": "uid-of-absent-a"}
+    wrapper = _TouchBeforeDeletes(store, "x", times=4)
+    async with running_gc(wrapper, use_cache=use_cache) as gc:  # type: ignore[arg-type]
+        x = await make(store, "ConfigMap", "x", owners=[a_ref])
+        with anyio.fail_after(10):
+            while exists(store, x):
+                await anyio.sleep(0.01)
+        await settle(gc)
+        assert wrapper.deletes >= 3
+        assert_oracle(store)
