@@ -173,9 +173,9 @@ class Classification:
     waiting_for_dependents_deletion: list[OwnerReference] = field(default_factory=list)
 
 
-OwnerLookupResults = Mapping[str, Mapping[str, Any] | None] | Mapping[
-    OwnerReference, Mapping[str, Any] | None
-]
+OwnerLookupResults = (
+    Mapping[str, Mapping[str, Any] | None] | Mapping[OwnerReference, Mapping[str, Any] | None]
+)
 
 
 def classify_references(

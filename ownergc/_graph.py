@@ -447,8 +447,7 @@ def get_alternate_owner_identity(
 
 
 _set_identity_fields = tuple(
-    ObjectReference.__dict__[f].__set__
-    for f in ("api_version", "kind", "name", "uid", "namespace")
+    ObjectReference.__dict__[f].__set__ for f in ("api_version", "kind", "name", "uid", "namespace")
 )
 _new_object = object.__new__
 

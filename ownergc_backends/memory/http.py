@@ -1451,6 +1451,7 @@ class KubeAPIServer:
         tg = self._task_group
         if tg is None:
             raise RuntimeError("the server is not serving")
+
         def start() -> None:
             tg.start_soon(func, *args)
 
