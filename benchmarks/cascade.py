@@ -26,8 +26,12 @@ lower bound for the client side; requests per object does not depend on it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import re
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -193,6 +197,109 @@ async def run_case(
     }
 
 
+async def _http_get(port: int, path: str) -> tuple[int, str]:
+    async with await anyio.connect_tcp("127.0.0.1", port) as stream:
+        await stream.send(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        data = b""
+        with contextlib.suppress(anyio.EndOfStream):
+            while True:
+                data += await stream.receive()
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split()[1]), body.decode()
+
+
+async def run_case_process(
+    shape: str, n: int, policy: str, qps: float, burst: int, workers: int, timeout: float
+) -> dict[str, Any]:
+    """The same case with the collector as a separate `ownergc controller` process.
+
+    The apiserver side (store, facade, deletion watch) and the collector then
+    run on separate cores, as a real apiserver and kube-controller-manager do;
+    the inline mode makes them share one event loop and one core.
+    """
+    store = InMemoryStore()
+    _root, doomed = await build(store, shape, n)
+    if policy == "Foreground":
+        doomed.append(("v1", "ConfigMap", "root"))
+    with tempfile.TemporaryDirectory() as tmp:
+        async with serve_in_background(store) as server:
+            kubeconfig = Path(tmp) / "kubeconfig"
+            server.write_kubeconfig(kubeconfig)
+            unthrottled = qps <= 0
+            cmd = [
+                sys.executable, "-m", "ownergc", "-v", "controller",
+                "--kubeconfig", str(kubeconfig), "--port", "0", "--bind-address", "127.0.0.1",
+                "--workers", str(workers),
+                "--qps", str(1e9 if unthrottled else qps),
+                "--burst", str(10**9 if unthrottled else burst),
+            ]
+            async with await anyio.open_process(cmd, stdout=None, stderr=subprocess.PIPE) as proc:
+                assert proc.stderr is not None
+                port = 0
+                log = b""
+                with anyio.fail_after(120):
+                    while not port:
+                        log += await proc.stderr.receive()
+                        m = re.search(rb"serving probes and metrics on 127\.0\.0\.1:(\d+)", log)
+                        if m:
+                            port = int(m.group(1))
+
+                async def drain_stderr() -> None:
+                    with contextlib.suppress(anyio.EndOfStream, anyio.ClosedResourceError):
+                        while True:
+                            await proc.stderr.receive()  # type: ignore[union-attr]
+
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(drain_stderr)
+                    with anyio.fail_after(300):
+                        while (await _http_get(port, "/readyz"))[0] != 200:
+                            await anyio.sleep(0.05)
+                        while server.open_watches < 2:
+                            await anyio.sleep(0.05)
+                        await anyio.sleep(1.0)  # the initial sync's work settles
+                    server.clear_requests()
+                    resource = store.resource_for("v1", "ConfigMap")
+                    watchers = _DeletionWatch(store, doomed)
+                    await tg.start(watchers.run)
+                    start = time.perf_counter()
+                    await store.delete(
+                        resource, "root", namespace="default", propagation_policy=policy
+                    )
+                    with anyio.move_on_after(timeout):
+                        await watchers.done.wait()
+                    elapsed = time.perf_counter() - start
+                    remaining = sorted(watchers.pending)
+                    counts = {v: server.request_count(v) for v in (*COST_VERBS, "discovery")}
+                    _, metrics = await _http_get(port, "/metrics")
+                    proc.terminate()
+                    tg.cancel_scope.cancel()
+    collected = len(doomed) - len(remaining)
+    cost = sum(counts[v] for v in COST_VERBS)
+
+    def metric(name: str) -> float:
+        m = re.search(rf"^{re.escape(name)} (\S+)$", metrics, re.M)
+        return float(m.group(1)) if m else 0.0
+
+    return {
+        "shape": shape,
+        "n": n,
+        "policy": policy,
+        "qps": qps,
+        "burst": burst,
+        "workers": workers,
+        "collector": "process",
+        "collected": collected,
+        "timed_out": bool(remaining),
+        "seconds": round(elapsed, 3),
+        "objects_per_s": round(collected / elapsed, 1) if elapsed > 0 else None,
+        "requests": cost,
+        "requests_per_object": round(cost / collected, 3) if collected else None,
+        "server_requests": {k: v for k, v in counts.items() if v},
+        "cache_decisions": metric("ownergc_cache_decisions_total"),
+        "cache_fallbacks": metric("ownergc_cache_fallbacks_total"),
+    }
+
+
 DEFAULT_CASES = [
     # (shape, n, qps, burst)
     ("fanout", 2000, 0.0, 0),
@@ -212,6 +319,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--burst", type=int, default=None)
     parser.add_argument("--workers", type=int, default=20)
     parser.add_argument("--timeout", type=float, default=900.0, help="per case, seconds")
+    parser.add_argument(
+        "--collector",
+        choices=["process", "inline"],
+        default="process",
+        help="run the collector as an `ownergc controller` process (own core, as in a "
+        "cluster; default) or inline on the facade's event loop",
+    )
     args = parser.parse_args(argv)
     if args.shape:
         sizes = [int(s) for s in (args.sizes or "2000").split(",")]
@@ -222,7 +336,8 @@ def main(argv: list[str] | None = None) -> None:
         cases = DEFAULT_CASES
     for shape, n, qps, burst in cases:
         for policy in args.policies.split(","):
-            result = anyio.run(run_case, shape, n, policy, qps, burst, args.workers, args.timeout)
+            runner = run_case_process if args.collector == "process" else run_case
+            result = anyio.run(runner, shape, n, policy, qps, burst, args.workers, args.timeout)
             print(json.dumps(result), flush=True)
 
 
