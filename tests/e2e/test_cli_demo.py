@@ -63,3 +63,25 @@ def test_help_lists_the_commands() -> None:
     assert proc.returncode == 0
     for command in ("demo", "controller", "node"):
         assert command in proc.stdout
+
+
+def test_kubectl_finds_the_ownergc_plugin() -> None:
+    """`kubectl ownergc ...` runs the kubectl-ownergc console script (kubectl's plugin rule)."""
+    import os
+    import shutil
+
+    kubectl = os.environ.get("OWNERGC_KUBECTL") or shutil.which("kubectl")
+    plugin = shutil.which("kubectl-ownergc")
+    assert kubectl, "kubectl is needed (.ci/run installs Debian's kubernetes-client)"
+    assert plugin, "the kubectl-ownergc console script is not installed (pip install -e .)"
+    env = {**os.environ, "PATH": f"{os.path.dirname(plugin)}:{os.environ.get('PATH', '')}"}
+    proc = subprocess.run(
+        [kubectl, "ownergc", "lint", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "ownerReferences" in proc.stdout
