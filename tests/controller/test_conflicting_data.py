@@ -292,3 +292,145 @@ async def test_10_16_namespaced_good_child_cluster_scoped_bad_child_missing_pare
     assert await h.attempt_to_delete() == []
     assert h.queue() == []  # steady state
     assert h.store.exists("v1", "Node", "nodename")
+
+
+# -- API-version cases (§10.6-10.9, 10.13) ---------------------------------
+
+ROLE1_V1BETA1 = ("rbac.authorization.k8s.io/v1beta1", "Role", "ns1", "role1", "roleuid1")
+ROLE1_V1 = ("rbac.authorization.k8s.io/v1", "Role", "ns1", "role1", "roleuid1")
+DEPL_APPS = ("apps/v1", "Deployment", "ns1", "deployment1", "deploymentuid1")
+DEPL_EXT = ("extensions/v1beta1", "Deployment", "ns1", "deployment1", "deploymentuid1")
+BAD_SECRET_REF = ("v1", "Secret", "ns1", "secretname", "deploymentuid1")
+BAD_CHILD = ("v1", "Pod", "ns1", "badpod", "badpoduid")
+GOOD_CHILD = ("v1", "Pod", "ns1", "goodpod", "goodpoduid")
+
+
+async def test_10_6_good_child_owner_through_non_preferred_accessible_version() -> None:
+    h = Harness([obj(POD1NS1, ROLE1_V1BETA1)])
+    h.store.register_resource(
+        group="rbac.authorization.k8s.io",
+        versions=["v1", "v1beta1"],
+        preferred_version="v1",
+        resource="roles",
+        kind="Role",
+        strategic_merge_patch=True,
+    )
+    h.store.load_objects([obj(ROLE1_V1)])
+    await h.start()
+    h.add(obj(POD1NS1, ROLE1_V1BETA1))
+    assert h.queue() == [label(ROLE1_V1BETA1, True)]
+    assert await h.attempt_to_delete() == [("get", "roles", "ns1", "role1")]
+    assert h.queue() == [label(ROLE1_V1BETA1, True)]  # found, still virtual: requeued
+    h.add(obj(ROLE1_V1))
+    assert ident_of(h.node("roleuid1")) == ROLE1_V1
+    assert h.queue() == [label(ROLE1_V1BETA1, True), label(POD1NS1)]
+    assert await h.attempt_to_delete() == []
+    assert await h.attempt_to_delete() == [
+        ("get", "pods", "ns1", "podname1"),
+        ("get", "roles", "ns1", "role1"),
+    ]
+    assert h.queue() == []  # solid owner: kept
+    roles = h.store.resource_for("rbac.authorization.k8s.io/v1", "Role")
+    await h.store.delete(roles, "role1", namespace="ns1")
+    h.delete(obj(ROLE1_V1))
+    assert h.cache() == {label(ROLE1_V1)}
+    assert h.queue() == [label(POD1NS1)]
+    assert await h.attempt_to_delete() == [
+        ("get", "pods", "ns1", "podname1"),
+        ("get", "roles", "ns1", "role1"),
+        ("delete", "pods", "ns1", "podname1"),
+    ]
+    assert h.cache() == {label(ROLE1_V1), label(ROLE1_V1BETA1)}
+    h.drain_own_virtual_deletes()
+    h.delete(obj(POD1NS1, ROLE1_V1BETA1))
+    assert "poduid1" not in h.gc.uid_to_node and "roleuid1" not in h.gc.uid_to_node
+
+
+async def test_10_7_child_owner_with_inaccessible_version_child_first() -> None:
+    h = Harness([obj(POD1NS1, DEPL_EXT), obj(DEPL_APPS)])
+    await h.start()
+    h.add(obj(POD1NS1, DEPL_EXT))
+    assert h.queue() == [label(DEPL_EXT, True)]
+    assert await h.attempt_to_delete() == []  # REST mapping fails: requeued
+    assert h.queue() == [label(DEPL_EXT, True)]
+    h.add(obj(DEPL_APPS))
+    assert h.queue() == [label(DEPL_EXT, True), label(POD1NS1)]
+    assert await h.attempt_to_delete() == []
+    assert await h.attempt_to_delete() == [("get", "pods", "ns1", "podname1")]
+    assert h.queue() == [label(POD1NS1)]  # mapping error: requeued
+    deployments = h.store.resource_for("apps/v1", "Deployment")
+    await h.store.delete(deployments, "deployment1", namespace="ns1")
+    h.delete(obj(DEPL_APPS))
+    assert h.cache() == {label(DEPL_APPS)}
+    assert h.queue() == [label(POD1NS1)]
+    assert await h.attempt_to_delete() == [("get", "pods", "ns1", "podname1")]
+    assert h.queue() == [label(POD1NS1)]  # requeued forever: never treated as absent
+    assert h.store.exists("v1", "Pod", "podname1", "ns1")
+
+
+async def test_10_8_child_owner_with_inaccessible_version_owner_first() -> None:
+    h = Harness([obj(POD1NS1, DEPL_EXT), obj(DEPL_APPS)])
+    await h.start()
+    h.add(obj(DEPL_APPS))
+    assert h.queue() == []
+    h.add(obj(POD1NS1, DEPL_EXT))
+    assert h.queue() == [label(POD1NS1)]
+    assert await h.attempt_to_delete() == [("get", "pods", "ns1", "podname1")]
+    assert h.queue() == [label(POD1NS1)]
+    deployments = h.store.resource_for("apps/v1", "Deployment")
+    await h.store.delete(deployments, "deployment1", namespace="ns1")
+    h.delete(obj(DEPL_APPS))
+    assert h.cache() == {label(DEPL_APPS)}
+    assert await h.attempt_to_delete() == [("get", "pods", "ns1", "podname1")]
+    assert h.queue() == [label(POD1NS1)]
+    assert h.store.exists("v1", "Pod", "podname1", "ns1")
+
+
+async def test_10_9_child_nonexistent_owner_inaccessible_version_first() -> None:
+    h = Harness([obj(POD1NS1, DEPL_EXT), obj(POD2NS1, DEPL_APPS)])
+    await h.start()
+    h.add(obj(POD1NS1, DEPL_EXT))
+    h.add(obj(POD2NS1, DEPL_APPS))
+    assert h.queue() == [label(DEPL_EXT, True), label(POD2NS1)]
+    assert await h.attempt_to_delete() == []
+    assert h.queue() == [label(POD2NS1), label(DEPL_EXT, True)]  # requeued to the end
+    assert await h.attempt_to_delete() == [
+        ("get", "pods", "ns1", "podname2"),
+        ("get", "deployments", "ns1", "deployment1"),
+        ("delete", "pods", "ns1", "podname2"),
+    ]
+    assert h.cache() == {label(DEPL_APPS)}
+    assert h.queue() == [label(DEPL_EXT, True)]
+    h.drain_own_virtual_deletes()
+    h.delete(obj(POD2NS1, DEPL_APPS))
+    assert ident_of(h.node("deploymentuid1")) == DEPL_EXT and h.node("deploymentuid1").virtual
+    assert await h.attempt_to_delete() == []
+    assert h.queue() == [label(DEPL_EXT, True)]
+    assert h.store.exists("v1", "Pod", "podname1", "ns1")
+
+
+async def test_10_13_bad_child_existing_owner_wrong_version_good_child_first() -> None:
+    h = Harness([obj(GOOD_CHILD, DEPL_APPS), obj(BAD_CHILD, BAD_SECRET_REF), obj(DEPL_APPS)])
+    await h.start()
+    h.add(obj(GOOD_CHILD, DEPL_APPS))
+    assert h.queue() == [label(DEPL_APPS, True)]
+    h.add(obj(BAD_CHILD, BAD_SECRET_REF))
+    assert h.queue() == [label(DEPL_APPS, True), label(BAD_CHILD)]
+    assert await h.attempt_to_delete() == [("get", "deployments", "ns1", "deployment1")]
+    assert h.queue() == [label(BAD_CHILD), label(DEPL_APPS, True)]  # still virtual: polls
+    assert await h.attempt_to_delete() == [
+        ("get", "pods", "ns1", "badpod"),
+        ("get", "secrets", "ns1", "secretname"),
+        ("delete", "pods", "ns1", "badpod"),
+    ]
+    assert h.cache() == {label(BAD_SECRET_REF)}
+    assert h.queue() == [label(DEPL_APPS, True)]
+    h.drain_own_virtual_deletes()
+    h.add(obj(DEPL_APPS))
+    assert not h.node("deploymentuid1").virtual
+    assert h.queue() == [label(DEPL_APPS)]  # the same pointer, now observed
+    h.delete(obj(BAD_CHILD, BAD_SECRET_REF))
+    assert await h.attempt_to_delete() == [("get", "deployments", "ns1", "deployment1")]
+    assert h.queue() == []
+    assert h.store.exists("v1", "Pod", "goodpod", "ns1")
+    assert h.store.exists("apps/v1", "Deployment", "deployment1", "ns1")
