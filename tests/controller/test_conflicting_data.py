@@ -434,3 +434,39 @@ async def test_10_13_bad_child_existing_owner_wrong_version_good_child_first() -
     assert h.queue() == []
     assert h.store.exists("v1", "Pod", "goodpod", "ns1")
     assert h.store.exists("apps/v1", "Deployment", "deployment1", "ns1")
+
+
+async def test_10_11_bad_child_wrong_version_bad_parent_delete_then_good_parent() -> None:
+    h = Harness([obj(GOOD_CHILD, DEPL_APPS), obj(BAD_CHILD, BAD_SECRET_REF), obj(DEPL_APPS)])
+    await h.start()
+    h.add(obj(BAD_CHILD, BAD_SECRET_REF))
+    assert h.queue() == [label(BAD_SECRET_REF, True)]
+    h.add(obj(GOOD_CHILD, DEPL_APPS))
+    assert h.queue() == [label(BAD_SECRET_REF, True), label(GOOD_CHILD)]
+    assert await h.attempt_to_delete() == [("get", "secrets", "ns1", "secretname")]
+    assert h.queue() == [label(GOOD_CHILD)]
+    assert [k for k, _ in h.graph_changes()] == ["virtual_delete"]
+    assert await h.attempt_to_delete() == [
+        ("get", "pods", "ns1", "goodpod"),
+        ("get", "deployments", "ns1", "deployment1"),
+    ]
+    assert h.queue() == []
+    h.process_graph_change()
+    node = h.node("deploymentuid1")
+    assert ident_of(node) == DEPL_APPS and node.virtual  # re-identified, still virtual
+    assert h.queue() == [label(BAD_CHILD), label(DEPL_APPS, True)]
+    assert h.cache() == {label(BAD_SECRET_REF)}
+    assert await h.attempt_to_delete() == [
+        ("get", "pods", "ns1", "badpod"),
+        ("delete", "pods", "ns1", "badpod"),  # absent-owner cache hit: no owner GET
+    ]
+    assert h.queue() == [label(DEPL_APPS, True)]
+    assert await h.attempt_to_delete() == [("get", "deployments", "ns1", "deployment1")]
+    assert h.queue() == [label(DEPL_APPS, True)]
+    h.drain_own_virtual_deletes()
+    h.add(obj(DEPL_APPS))
+    assert h.queue() == [label(DEPL_APPS)]
+    h.delete(obj(BAD_CHILD, BAD_SECRET_REF))
+    assert await h.attempt_to_delete() == [("get", "deployments", "ns1", "deployment1")]
+    assert h.queue() == []
+    assert h.store.exists("v1", "Pod", "goodpod", "ns1")
