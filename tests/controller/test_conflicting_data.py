@@ -470,3 +470,67 @@ async def test_10_11_bad_child_wrong_version_bad_parent_delete_then_good_parent(
     assert await h.attempt_to_delete() == [("get", "deployments", "ns1", "deployment1")]
     assert h.queue() == []
     assert h.store.exists("v1", "Pod", "goodpod", "ns1")
+
+
+async def test_10_10_child_nonexistent_owner_inaccessible_version_accessible_first() -> None:
+    h = Harness([obj(POD2NS1, DEPL_APPS), obj(POD1NS1, DEPL_EXT)])
+    await h.start()
+    h.add(obj(POD2NS1, DEPL_APPS))
+    h.add(obj(POD1NS1, DEPL_EXT))
+    assert h.queue() == [label(DEPL_APPS, True), label(POD1NS1)]
+    assert await h.attempt_to_delete() == [("get", "deployments", "ns1", "deployment1")]
+    assert h.queue() == [label(POD1NS1)]
+    assert [k for k, _ in h.graph_changes()] == ["virtual_delete"]
+    assert await h.attempt_to_delete() == [("get", "pods", "ns1", "podname1")]
+    assert h.queue() == [label(POD1NS1)]  # mapping error: requeued
+    h.process_graph_change()
+    node = h.node("deploymentuid1")
+    assert ident_of(node) == DEPL_EXT and node.virtual
+    assert h.queue() == [label(POD1NS1), label(POD2NS1), label(DEPL_EXT, True)]
+    assert h.cache() == {label(DEPL_APPS)}
+    assert await h.attempt_to_delete() == [("get", "pods", "ns1", "podname1")]
+    assert h.queue() == [label(POD2NS1), label(DEPL_EXT, True), label(POD1NS1)]
+    assert await h.attempt_to_delete() == [
+        ("get", "pods", "ns1", "podname2"),
+        ("delete", "pods", "ns1", "podname2"),
+    ]
+    assert h.queue() == [label(DEPL_EXT, True), label(POD1NS1)]
+    assert await h.attempt_to_delete() == []
+    assert h.queue() == [label(POD1NS1), label(DEPL_EXT, True)]
+    h.drain_own_virtual_deletes()
+    h.delete(obj(POD2NS1, DEPL_APPS))
+    assert h.queue() == [label(POD1NS1), label(DEPL_EXT, True)]
+    assert h.store.exists("v1", "Pod", "podname1", "ns1")
+
+
+async def test_10_12_bad_child_wrong_version_good_parent_before_bad_parent_delete() -> None:
+    h = Harness([obj(GOOD_CHILD, DEPL_APPS), obj(BAD_CHILD, BAD_SECRET_REF), obj(DEPL_APPS)])
+    await h.start()
+    h.add(obj(BAD_CHILD, BAD_SECRET_REF))
+    h.add(obj(GOOD_CHILD, DEPL_APPS))
+    assert await h.attempt_to_delete() == [("get", "secrets", "ns1", "secretname")]
+    assert await h.attempt_to_delete() == [
+        ("get", "pods", "ns1", "goodpod"),
+        ("get", "deployments", "ns1", "deployment1"),
+    ]
+    assert [k for k, _ in h.graph_changes()] == ["virtual_delete"]
+    # The informer's add of the real owner is processed before the pending virtual delete.
+    pending = h.gc._graph_changes._items.popleft()
+    h.add(obj(DEPL_APPS))
+    h.gc._graph_changes._items.appendleft(pending)
+    assert ident_of(h.node("deploymentuid1")) == DEPL_APPS
+    assert h.queue() == [label(BAD_CHILD)]
+    h.process_graph_change()
+    assert ident_of(h.node("deploymentuid1")) == DEPL_APPS  # observed node kept
+    assert h.cache() == {label(BAD_SECRET_REF)}
+    assert h.queue() == [label(BAD_CHILD)]
+    assert await h.attempt_to_delete() == [
+        ("get", "pods", "ns1", "badpod"),
+        ("delete", "pods", "ns1", "badpod"),
+    ]
+    h.drain_own_virtual_deletes()
+    h.delete(obj(BAD_CHILD, BAD_SECRET_REF))
+    assert h.queue() == []
+    assert h.cache() == {label(BAD_SECRET_REF)}
+    assert "badpoduid" not in h.gc.uid_to_node
+    assert h.store.exists("v1", "Pod", "goodpod", "ns1")
