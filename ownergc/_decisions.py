@@ -40,6 +40,7 @@ from ownergc._graph import AbsentOwnerCache, Node
 from ownergc._patches import (
     delete_owner_refs_json_merge_patch,
     delete_owner_refs_strategic_merge_patch,
+    owner_refs_merge_patch,
     remove_finalizer_json_merge_patch,
     unblock_owner_refs_json_merge_patch,
     unblock_owner_refs_strategic_merge_patch,
@@ -394,18 +395,11 @@ def plan_attempt_to_orphan(owner: Node) -> tuple[list[Patch], RemoveFinalizer]:
     uid = owner.uid
     patches = []
     for dep in owner.dependents:
-        remaining = [ref.to_dict() for ref in dep.owners if ref.uid != uid]
-        jmp: dict[str, Any] = {
-            "metadata": {
-                "resourceVersion": dep.resource_version,
-                "ownerReferences": remaining or None,
-            }
-        }
         patches.append(
             Patch(
                 dep.identity,
                 delete_owner_refs_strategic_merge_patch(dep.uid, uid),
-                jmp,
+                owner_refs_merge_patch(dep.resource_version, dep.owners, uid),
                 why=f"orphan: owner {owner.identity} is deleted with the orphan policy",
             )
         )

@@ -44,11 +44,20 @@ def delete_owner_refs_strategic_merge_patch(dependent_uid: str, *owner_uids: str
 
 def delete_owner_refs_json_merge_patch(obj: Mapping[str, Any], *owner_uids: str) -> dict[str, Any]:
     """JMP keeping every ref of the latest ``obj`` except those to ``owner_uids``."""
+    return owner_refs_merge_patch(
+        metadata_of(obj).get("resourceVersion"), owner_references_of(obj), *owner_uids
+    )
+
+
+def owner_refs_merge_patch(
+    resource_version: str | None, refs: Iterable[OwnerReference], *owner_uids: str
+) -> dict[str, Any]:
+    """The delete-owner-refs JMP from a known resourceVersion and ref list (e.g. the cache)."""
     drop = set(owner_uids)
-    remaining = [ref.to_dict() for ref in owner_references_of(obj) if ref.uid not in drop]
+    remaining = [ref.to_dict() for ref in refs if ref.uid not in drop]
     return {
         "metadata": {
-            "resourceVersion": metadata_of(obj).get("resourceVersion"),
+            "resourceVersion": resource_version,
             "ownerReferences": remaining or None,
         }
     }
@@ -88,10 +97,19 @@ def unblock_owner_refs_json_merge_patch(
 def remove_finalizer_json_merge_patch(obj: Mapping[str, Any], finalizer: str) -> dict[str, Any]:
     """JMP dropping ``finalizer`` (all occurrences) with a resourceVersion precondition."""
     meta = metadata_of(obj)
-    remaining = [f for f in meta.get("finalizers") or () if f != finalizer]
+    return finalizers_merge_patch(
+        meta.get("resourceVersion"), meta.get("finalizers") or (), finalizer
+    )
+
+
+def finalizers_merge_patch(
+    resource_version: str | None, finalizers: Iterable[str], finalizer: str
+) -> dict[str, Any]:
+    """The finalizer-removal JMP from a known resourceVersion and finalizer list."""
+    remaining = [f for f in finalizers if f != finalizer]
     return {
         "metadata": {
-            "resourceVersion": meta.get("resourceVersion"),
+            "resourceVersion": resource_version,
             "finalizers": remaining or None,
         }
     }
@@ -101,7 +119,3 @@ def _unblocked(ref: OwnerReference) -> dict[str, Any]:
     out = ref.to_dict()
     out["blockOwnerDeletion"] = False
     return out
-
-
-def owner_uids(refs: Iterable[OwnerReference]) -> list[str]:
-    return [ref.uid for ref in refs]

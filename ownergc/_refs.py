@@ -194,21 +194,3 @@ def owner_references_of(obj: Mapping[str, Any]) -> tuple[OwnerReference, ...]:
         )
     parse = OwnerReference.from_dict
     return tuple([parse(entry) for entry in raw])
-
-
-def finalizers_of(obj: Mapping[str, Any]) -> tuple[str, ...]:
-    raw = metadata_of(obj).get("finalizers")
-    if not raw:
-        return ()
-    if not isinstance(raw, list) or not all(isinstance(f, str) for f in raw):
-        raise InvalidObject(f"metadata.finalizers must be a list of strings, got {raw!r}")
-    return tuple(raw)
-
-
-def is_being_deleted(obj: Mapping[str, Any]) -> bool:
-    return metadata_of(obj).get("deletionTimestamp") is not None
-
-
-def has_finalizer(obj: Mapping[str, Any], finalizer: str) -> bool:
-    raw = metadata_of(obj).get("finalizers")
-    return isinstance(raw, list) and finalizer in raw

@@ -47,6 +47,7 @@ from ownergc._decisions import (
     remove_finalizer_patch,
 )
 from ownergc._graph import GraphBuilder, InvalidNamespaceEvent, Node, UIDToNode
+from ownergc._patches import finalizers_merge_patch
 from ownergc._refs import (
     FINALIZER_ORPHAN_DEPENDENTS,
     ObjectReference,
@@ -821,6 +822,21 @@ class GarbageCollector:
         resource = self._mapper.resource_for(ident.api_version, ident.kind)
         ns = ident.namespace if resource.namespaced else None
         details = {"target": str(ident), "finalizer": step.finalizer}
+
+        async def apply(patch: dict[str, Any]) -> bool:
+            """True when done (patched, or the object is gone); False on 409."""
+            try:
+                await self.store.patch(
+                    resource, ident.name, patch, patch_type=PatchType.MERGE, namespace=ns
+                )
+            except NotFound:
+                return True
+            except Conflict:
+                return False
+            self.metrics.finalizers_removed += 1
+            self._action("remove_finalizer", details)
+            return True
+
         if (
             self.use_cache
             and not self.dry_run
@@ -830,25 +846,10 @@ class GarbageCollector:
             and node.resource_version is not None
             and step.finalizer in node.finalizers
         ):
-            remaining = [f for f in node.finalizers if f != step.finalizer]
-            patch = {
-                "metadata": {
-                    "resourceVersion": node.resource_version,
-                    "finalizers": remaining or None,
-                }
-            }
-            try:
-                await self.store.patch(
-                    resource, ident.name, patch, patch_type=PatchType.MERGE, namespace=ns
-                )
-            except NotFound:
+            cached = finalizers_merge_patch(node.resource_version, node.finalizers, step.finalizer)
+            if await apply(cached):
                 return
-            except Conflict:
-                self.metrics.cache_fallbacks += 1
-            else:
-                self.metrics.finalizers_removed += 1
-                self._action("remove_finalizer", details)
-                return
+            self.metrics.cache_fallbacks += 1
         delay = 0.01
         for _attempt in range(4):
             latest = await self._get_or_none(resource, ident)
@@ -860,19 +861,10 @@ class GarbageCollector:
             if self.dry_run:
                 self._action("remove_finalizer", details)
                 return
-            try:
-                await self.store.patch(
-                    resource, ident.name, latest_patch, patch_type=PatchType.MERGE, namespace=ns
-                )
-            except NotFound:
+            if await apply(latest_patch):
                 return
-            except Conflict:
-                await anyio.sleep(delay * (1 + random.random() * 0.1))
-                delay *= 5
-                continue
-            self.metrics.finalizers_removed += 1
-            self._action("remove_finalizer", details)
-            return
+            await anyio.sleep(delay * (1 + random.random() * 0.1))
+            delay *= 5
         raise Conflict(
             "updateMaxRetries(4) has reached. The garbage collector will retry later for "
             f"owner {ident}"

@@ -124,7 +124,6 @@ class QueueMetrics:
     name: str
     adds_total: int = 0
     retries_total: int = 0
-    depth: int = 0
     queue_duration: Histogram = field(default_factory=Histogram)
     work_duration: Histogram = field(default_factory=Histogram)
 
@@ -168,7 +167,6 @@ class WorkQueue(Generic[T]):
             return
         self._queue.append(item)
         self._added_at.setdefault(item, _now())
-        self.metrics.depth = len(self._queue)
         self._wake()
 
     def add_after(self, item: T, delay: float) -> None:
@@ -204,7 +202,6 @@ class WorkQueue(Generic[T]):
             finally:
                 self._waiters -= 1
         item = self._queue.popleft()
-        self.metrics.depth = len(self._queue)
         self._processing.add(item)
         self._dirty.discard(item)
         now = _now()
@@ -225,7 +222,6 @@ class WorkQueue(Generic[T]):
         if item in self._dirty:
             self._queue.append(item)
             self._added_at.setdefault(item, _now())
-            self.metrics.depth = len(self._queue)
             self._wake()
 
     def shutdown(self) -> None:
@@ -316,7 +312,6 @@ class FIFOQueue(Generic[U]):
         items = self._items
         self._items = deque()
         self.metrics.adds_total += len(items)
-        self.metrics.depth = 0
         self._busy_since = _now()
         return items
 
