@@ -42,7 +42,6 @@ from ownergc._refs import (
     ObjectReference,
     OwnerReference,
     metadata_of,
-    owner_references_of,
 )
 from ownergc.errors import InvalidObject, InvalidOwnerReference
 
@@ -541,9 +540,7 @@ class GraphBuilder:
         if type(uid) is not str or not uid or type(name) is not str or not name:
             raise InvalidObject(f"{kind} object without usable metadata.uid/name: {dict(meta)!r}")
         raw_refs = get("ownerReferences")
-        owners = self._parse_owner_references(raw_refs) if raw_refs else _NO_OWNERS
-        if raw_refs is not None and not raw_refs and type(raw_refs) is not list:
-            owners = owner_references_of(obj)  # raises the clear error
+        owners = _NO_OWNERS if raw_refs is None else self._parse_owner_references(raw_refs)
         namespace = get("namespace") or None
         if namespace is not None and type(namespace) is not str:
             raise InvalidObject(f"metadata.namespace must be a string, got {namespace!r}")
