@@ -7,7 +7,7 @@ lives in :mod:`ownergc.controller`, the backend seams in
 
 from __future__ import annotations
 
-from ownergc._decisions import (
+from ownergc._core.decisions import (
     Classification,
     Delete,
     Done,
@@ -24,33 +24,32 @@ from ownergc._decisions import (
     plan_owner_lookup,
     policy_for_finalizers,
 )
-from ownergc._graph import (
+from ownergc._core.graph import Node, UIDToNode
+from ownergc._core.graph_builder import (
     AbsentOwnerCache,
     GraphBuilder,
     InvalidNamespaceEvent,
-    Node,
     ReferencesDiff,
-    UIDToNode,
     get_alternate_owner_identity,
     partition_dependents,
     references_diffs,
     starts_waiting_for_dependents_deleted,
     starts_waiting_for_dependents_orphaned,
 )
-from ownergc._patches import (
+from ownergc._core.patches import (
     delete_owner_refs_json_merge_patch,
     delete_owner_refs_strategic_merge_patch,
     remove_finalizer_json_merge_patch,
     unblock_owner_refs_json_merge_patch,
     unblock_owner_refs_strategic_merge_patch,
 )
-from ownergc._refs import (
+from ownergc._core.refs import (
     FINALIZER_DELETE_DEPENDENTS,
     FINALIZER_ORPHAN_DEPENDENTS,
     ObjectReference,
     OwnerReference,
 )
-from ownergc._types import PatchType, Preconditions, PropagationPolicy
+from ownergc._core.types import PatchType, Preconditions, PropagationPolicy
 
 __version__ = "0.1.0.dev0"
 

@@ -74,8 +74,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _dot_from_inventory(args: argparse.Namespace) -> str:
-    from ownergc._dump import graph_to_dot
-    from ownergc._graph import GraphBuilder
+    from ownergc._core.dump import graph_to_dot
+    from ownergc._core.graph_builder import GraphBuilder
 
     inv = await inventory_from_args(args)
     builder = GraphBuilder()
@@ -118,7 +118,7 @@ _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"'}
 
 
 def _unquote(text: str) -> str:
-    """Undo Go's %q quoting (as written by ownergc._dump and kube-controller-manager)."""
+    """Undo Go's %q quoting (as written by ownergc._core.dump and kube-controller-manager)."""
     out = []
     i = 0
     while i < len(text):

@@ -124,8 +124,8 @@ def resolve_kind(resources: list[APIResource], text: str) -> APIResource:
 
 
 async def _preview(args: argparse.Namespace) -> int:
+    from ownergc._core.preview import build_report, render_text, report_to_json
     from ownergc._embedded import EmbeddedCluster, new_store
-    from ownergc._preview import build_report, render_text, report_to_json
     from ownergc.protocols import PropagationPolicy
 
     inv = await inventory_from_args(args)

@@ -26,8 +26,8 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from ownergc._core.types import PatchType, Preconditions, PropagationPolicy
 from ownergc._runtime_protocol import ContainerRuntime
-from ownergc._types import PatchType, Preconditions, PropagationPolicy
 from ownergc.errors import (
     AlreadyExists,
     APIError,

@@ -21,13 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 CORE = [
     "ownergc/__init__.py",
-    "ownergc/_refs.py",
-    "ownergc/_graph.py",
-    "ownergc/_decisions.py",
-    "ownergc/_patches.py",
-    "ownergc/_types.py",
-    "ownergc/_dump.py",
-    "ownergc/_preview.py",
+    *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "ownergc/_core").glob("*.py")),
     "ownergc/lint.py",
     "ownergc/errors.py",
     *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "ownergc/nodegc").glob("*.py")),

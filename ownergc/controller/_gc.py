@@ -31,7 +31,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from ownergc._decisions import (
+from ownergc._core.decisions import (
     Delete,
     Done,
     EnqueueDelete,
@@ -46,9 +46,10 @@ from ownergc._decisions import (
     plan_owner_lookup,
     remove_finalizer_patch,
 )
-from ownergc._graph import GraphBuilder, InvalidNamespaceEvent, Node, UIDToNode
-from ownergc._patches import finalizers_merge_patch
-from ownergc._refs import (
+from ownergc._core.graph import Node, UIDToNode
+from ownergc._core.graph_builder import GraphBuilder, InvalidNamespaceEvent
+from ownergc._core.patches import finalizers_merge_patch
+from ownergc._core.refs import (
     FINALIZER_ORPHAN_DEPENDENTS,
     ObjectReference,
     OwnerReference,

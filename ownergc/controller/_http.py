@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import anyio
 import anyio.abc
 
-from ownergc._dump import graph_to_dot
+from ownergc._core.dump import graph_to_dot
 from ownergc.controller._metrics import CONTENT_TYPE, render_gc_metrics
 
 __all__ = ["ControllerEndpoints", "Response", "serve_http"]

@@ -25,8 +25,8 @@ from ownergc import (
     plan_deleting_dependents,
     plan_owner_lookup,
 )
-from ownergc._decisions import NamespacedOwnerOfClusterScopedObject, OwnerLookup
-from ownergc._refs import owner_references_of
+from ownergc._core.decisions import NamespacedOwnerOfClusterScopedObject, OwnerLookup
+from ownergc._core.refs import owner_references_of
 from ownergc.errors import RESTMappingError
 
 

@@ -13,7 +13,7 @@ from ownergc import (
     starts_waiting_for_dependents_deleted,
     starts_waiting_for_dependents_orphaned,
 )
-from ownergc._refs import owner_references_of
+from ownergc._core.refs import owner_references_of
 from ownergc.errors import InvalidObject, InvalidOwnerReference
 
 # (old, new, added, removed (a set: map order upstream), changed)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ownergc import Node, ObjectReference, OwnerReference, UIDToNode
-from ownergc._dump import graph_to_dot
+from ownergc._core.dump import graph_to_dot
 
 UPSTREAM_SIMPLE_DOT_HEAD = (
     "strict digraph full {\n"

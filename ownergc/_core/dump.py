@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from ownergc._graph import Node
+from ownergc._core.graph import Node
 
 __all__ = ["DOTVertex", "graph_to_dot", "select_component"]
 

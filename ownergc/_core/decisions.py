@@ -36,8 +36,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ownergc._graph import AbsentOwnerCache, Node
-from ownergc._patches import (
+from ownergc._core.graph import Node
+from ownergc._core.graph_builder import AbsentOwnerCache
+from ownergc._core.patches import (
     delete_owner_refs_json_merge_patch,
     delete_owner_refs_strategic_merge_patch,
     owner_refs_merge_patch,
@@ -45,7 +46,7 @@ from ownergc._patches import (
     unblock_owner_refs_json_merge_patch,
     unblock_owner_refs_strategic_merge_patch,
 )
-from ownergc._refs import (
+from ownergc._core.refs import (
     FINALIZER_DELETE_DEPENDENTS,
     FINALIZER_ORPHAN_DEPENDENTS,
     ObjectReference,
@@ -53,7 +54,7 @@ from ownergc._refs import (
     metadata_of,
     owner_references_of,
 )
-from ownergc._types import Preconditions, PropagationPolicy
+from ownergc._core.types import Preconditions, PropagationPolicy
 
 __all__ = [
     "Classification",

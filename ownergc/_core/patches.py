@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ownergc._refs import OwnerReference, metadata_of, owner_references_of
+from ownergc._core.refs import OwnerReference, metadata_of, owner_references_of
 
 __all__ = [
     "delete_owner_refs_json_merge_patch",

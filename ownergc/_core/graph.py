@@ -1,0 +1,208 @@
+"""The owner/dependent graph (upstream's ``uidToNode``): one :class:`Node` per UID.
+
+Rule 1 — one node per UID. Owners are found by the UID in an ownerReference;
+the other coordinates (apiVersion, kind, name) and the namespace are checked
+separately, because a reference may carry the right UID and wrong coordinates.
+
+Rule 2 — a node's ``owners`` is the object's ownerReferences as last
+observed; ``dependents`` is the set of nodes whose owners name this UID. Both
+directions are kept consistent after every event (``check_invariants``).
+
+Rule 4 — ``beingDeleted`` and ``deletingDependents`` only ever go from false
+to true.
+
+Only the graph builder (:mod:`ownergc._core.graph_builder`) mutates the graph.
+"""
+
+from __future__ import annotations
+
+from ownergc._core.refs import ObjectReference, OwnerReference
+
+__all__ = ["NO_DEPENDENTS", "Node", "UIDToNode", "new_identity", "new_node"]
+
+#: Leaf nodes (most of a cluster) share this one empty set of dependents.
+NO_DEPENDENTS: frozenset[Node] = frozenset()
+
+
+class Node:
+    """One object (or a virtual stand-in for an unobserved owner) in the graph.
+
+    ``dependents`` starts as a shared empty frozenset and becomes a set on the
+    first dependent, which keeps leaf nodes (most of a cluster) small. The
+    identity is held as a plain tuple of strings (which the cyclic garbage
+    collector stops tracking) and handed out as an :class:`ObjectReference`.
+    """
+
+    __slots__ = (
+        "_ident",
+        "being_deleted",
+        "deleting_dependents",
+        "dependents",
+        "finalizers",
+        "owners",
+        "resource_version",
+        "virtual",
+    )
+
+    #: (apiVersion, kind, name, uid, namespace)
+    _ident: tuple[str, str, str, str, str | None]
+    owners: tuple[OwnerReference, ...]
+    dependents: set[Node] | frozenset[Node]
+    being_deleted: bool
+    deleting_dependents: bool
+    virtual: bool
+    #: Last observed resourceVersion and finalizers (None/() for virtual nodes):
+    #: what the watch cache knows, so a worker can act without a GET.
+    resource_version: str | None
+    finalizers: tuple[str, ...]
+
+    def __init__(
+        self,
+        identity: ObjectReference,
+        owners: tuple[OwnerReference, ...] = (),
+        *,
+        being_deleted: bool = False,
+        deleting_dependents: bool = False,
+        virtual: bool = False,
+        resource_version: str | None = None,
+        finalizers: tuple[str, ...] = (),
+    ) -> None:
+        self.identity = identity
+        self.owners = owners
+        self.dependents = NO_DEPENDENTS
+        self.being_deleted = being_deleted
+        self.deleting_dependents = deleting_dependents
+        self.virtual = virtual
+        self.resource_version = resource_version
+        self.finalizers = finalizers
+
+    @property
+    def identity(self) -> ObjectReference:
+        """The object's identity (coordinates + namespace)."""
+        return new_identity(*self._ident)
+
+    @identity.setter
+    def identity(self, identity: ObjectReference) -> None:
+        self._ident = (
+            identity.api_version,
+            identity.kind,
+            identity.name,
+            identity.uid,
+            identity.namespace,
+        )
+
+    @property
+    def uid(self) -> str:
+        return self._ident[3]
+
+    @property
+    def namespace(self) -> str | None:
+        return self._ident[4]
+
+    def add_dependent(self, dependent: Node) -> None:
+        deps = self.dependents
+        if type(deps) is frozenset:
+            self.dependents = {dependent}
+        else:
+            deps.add(dependent)  # type: ignore[union-attr]
+
+    def remove_dependent(self, dependent: Node) -> None:
+        deps = self.dependents
+        if type(deps) is set:
+            deps.discard(dependent)
+
+    def blocking_dependents(self) -> list[Node]:
+        """Dependents holding a ``blockOwnerDeletion: true`` ref to this node.
+
+        A dependent with two blocking refs is listed twice, as upstream does.
+        """
+        uid = self._ident[3]
+        return [
+            dep
+            for dep in self.dependents
+            for ref in dep.owners
+            if ref.uid == uid and ref.block_owner_deletion is True
+        ]
+
+    def copy_with_identity(self, identity: ObjectReference) -> Node:
+        """A new node object with another identity; queued pointers to the old one go stale."""
+        clone = Node(
+            identity,
+            self.owners,
+            being_deleted=self.being_deleted,
+            deleting_dependents=self.deleting_dependents,
+            virtual=self.virtual,
+            resource_version=self.resource_version,
+            finalizers=self.finalizers,
+        )
+        clone.dependents = set(self.dependents) if self.dependents else NO_DEPENDENTS
+        return clone
+
+    def __repr__(self) -> str:
+        flags = [
+            name
+            for name, on in (
+                ("beingDeleted", self.being_deleted),
+                ("deletingDependents", self.deleting_dependents),
+                ("virtual", self.virtual),
+            )
+            if on
+        ]
+        return f"<Node {self.identity}{' ' + ','.join(flags) if flags else ''}>"
+
+
+class UIDToNode(dict[str, Node]):
+    """The graph: UID -> Node."""
+
+    def check_invariants(self) -> None:
+        """Raise AssertionError if the owner/dependent links are inconsistent."""
+        for uid, node in self.items():
+            if node.uid != uid:
+                raise AssertionError(f"node {node!r} stored under uid {uid}")
+            for dep in node.dependents:
+                if not any(ref.uid == uid for ref in dep.owners):
+                    raise AssertionError(f"{dep!r} is a dependent of {node!r} without a ref")
+            for ref in node.owners:
+                owner = self.get(ref.uid)
+                if owner is not None and node not in owner.dependents:
+                    raise AssertionError(f"{node!r} missing from dependents of {owner!r}")
+
+
+_set_identity_fields = tuple(
+    ObjectReference.__dict__[f].__set__ for f in ("api_version", "kind", "name", "uid", "namespace")
+)
+_new_object = object.__new__
+
+
+def new_identity(
+    api_version: str, kind: str, name: str, uid: str, namespace: str | None
+) -> ObjectReference:
+    """ObjectReference(...) without the frozen dataclass's per-field __setattr__ detour."""
+    ident: ObjectReference = _new_object(ObjectReference)
+    s_av, s_kind, s_name, s_uid, s_ns = _set_identity_fields
+    s_av(ident, api_version)
+    s_kind(ident, kind)
+    s_name(ident, name)
+    s_uid(ident, uid)
+    s_ns(ident, namespace)
+    return ident
+
+
+def new_node(
+    ident: tuple[str, str, str, str, str | None],
+    owners: tuple[OwnerReference, ...],
+    being_deleted: bool,
+    deleting_dependents: bool,
+    resource_version: str | None,
+    finalizers: tuple[str, ...],
+) -> Node:
+    node: Node = _new_object(Node)
+    node._ident = ident
+    node.owners = owners
+    node.dependents = NO_DEPENDENTS
+    node.being_deleted = being_deleted
+    node.deleting_dependents = deleting_dependents
+    node.virtual = False
+    node.resource_version = resource_version
+    node.finalizers = finalizers
+    return node
