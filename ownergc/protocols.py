@@ -28,56 +28,16 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from ownergc._core.types import PatchType, Preconditions, PropagationPolicy
 from ownergc._runtime_protocol import ContainerRuntime
-from ownergc.errors import (
-    AlreadyExists,
-    APIError,
-    BadRequest,
-    Conflict,
-    Forbidden,
-    Invalid,
-    InvalidObject,
-    InvalidOwnerReference,
-    MethodNotAllowed,
-    NotFound,
-    OwnerGCError,
-    ResourceExpired,
-    RESTMappingError,
-    ServerError,
-    ServerTimeout,
-    TooManyRequests,
-    Unauthorized,
-    Unavailable,
-    UnsupportedPatchType,
-)
 
 __all__ = [
-    "APIError",
     "APIResource",
-    "AlreadyExists",
-    "BadRequest",
-    "Conflict",
     "ContainerRuntime",
     "DiscoveryResult",
-    "Forbidden",
-    "Invalid",
-    "InvalidObject",
-    "InvalidOwnerReference",
-    "MethodNotAllowed",
-    "NotFound",
     "ObjectList",
     "ObjectStore",
-    "OwnerGCError",
     "PatchType",
     "Preconditions",
     "PropagationPolicy",
-    "RESTMappingError",
-    "ResourceExpired",
-    "ServerError",
-    "ServerTimeout",
-    "TooManyRequests",
-    "Unauthorized",
-    "Unavailable",
-    "UnsupportedPatchType",
     "WatchEvent",
 ]
 
@@ -190,7 +150,7 @@ class ObjectStore(Protocol):
         namespace: str | None = None,
         metadata_only: bool = True,
     ) -> JSONDict:
-        """The live object; raises :class:`NotFound`."""
+        """The live object; raises :class:`~ownergc.errors.NotFound`."""
         ...
 
     async def create(
