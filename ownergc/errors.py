@@ -8,6 +8,7 @@ and user code only ever catch ownergc errors::
      ├── InvalidObject                 local: malformed input handed to ownergc
      │    └── InvalidOwnerReference    an ownerReferences entry that cannot be used
      ├── RESTMappingError              no served resource for (apiVersion, kind)
+     ├── BackendUnavailable            an optional backend's extra is not installed
      └── APIError                      remote: the backend answered with an error
           ├── BadRequest               400
           ├── Unauthorized             401
@@ -34,6 +35,7 @@ from typing import Any, ClassVar
 __all__ = [
     "APIError",
     "AlreadyExists",
+    "BackendUnavailable",
     "BadRequest",
     "Conflict",
     "Forbidden",
@@ -78,6 +80,13 @@ class RESTMappingError(OwnerGCError):
         self.api_version = api_version
         self.kind = kind
         super().__init__(message or f"no resource mapping for kind {kind!r} in {api_version!r}")
+
+
+class BackendUnavailable(OwnerGCError, ImportError):
+    """A backend was asked for whose optional dependencies are not installed.
+
+    The message names the extra to install (``pip install 'ownergc[kube]'``).
+    """
 
 
 class APIError(OwnerGCError):

@@ -3,7 +3,7 @@
 * :class:`OwnerGCStore` — an :class:`~ownergc_backends.memory.InMemoryStore`
   with a GarbageCollector and a NamespaceController running on it, in the
   test's own event loop (``async with running_store() as store``).
-* :func:`~ownergc._embedded.start_in_thread` — the same served over HTTP from
+* :func:`~ownergc.testing._cluster.start_in_thread` — the same served over HTTP from
   a background thread, for sync tests, kubectl and the official client.
 """
 
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ownergc._embedded import ClusterThread, EmbeddedCluster, start_in_thread
+from ownergc.testing._cluster import ClusterThread, EmbeddedCluster, start_in_thread
 from ownergc_backends.memory import InMemoryStore
 
 if TYPE_CHECKING:

@@ -8,14 +8,12 @@ from datetime import timedelta
 
 import pytest
 
-from ownergc._cli_node import add_node_parser, build_policies, run_node
+from ownergc.cli import build_parser
+from ownergc.cli.node import build_policies, run
 
 
 def parse(*argv: str) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="ownergc")
-    sub = parser.add_subparsers(dest="command")
-    add_node_parser(sub)
-    return parser.parse_args(["node", *argv])
+    return build_parser().parse_args(["node", *argv])
 
 
 def test_defaults_are_the_kubelets():
@@ -29,7 +27,7 @@ def test_defaults_are_the_kubelets():
     assert (ipol.high_threshold_percent, ipol.low_threshold_percent) == (85, 80)
     assert (ipol.min_age, ipol.max_age) == (timedelta(minutes=2), timedelta(0))
     assert args.runtime_endpoint == "unix:///run/containerd/containerd.sock"
-    assert args.func is run_node
+    assert args.func is run
 
 
 def test_go_durations():
@@ -72,21 +70,21 @@ def test_bad_flag_values_are_argparse_errors(flag, value, message, capsys):
 )
 def test_invalid_policies_exit_2(argv, message, capsys):
     with pytest.raises(SystemExit) as info:
-        run_node(parse(*argv, "--runtime", "memory", "--once"))
+        run(parse(*argv, "--runtime", "memory", "--once"))
     assert info.value.code == 2
     assert message in capsys.readouterr().err
 
 
 def test_memory_demo_dry_run_then_real(tmp_path, capsys):
     metrics = tmp_path / "nodegc.prom"
-    code = run_node(parse("--runtime", "memory", "--once", "--dry-run"))
+    code = run(parse("--runtime", "memory", "--once", "--dry-run"))
     dry = json.loads(capsys.readouterr().out)
     assert code == 0 and dry["dry_run"]
     assert len(dry["containers"]["planned"]) == 3 and dry["containers"]["removed"] == []
     assert dry["sandboxes"]["removed"] == []
     assert dry["images"]["planned"] and dry["images"]["removed"] == []
 
-    code = run_node(parse("--runtime", "memory", "--once", "--metrics-file", str(metrics)))
+    code = run(parse("--runtime", "memory", "--once", "--metrics-file", str(metrics)))
     out = json.loads(capsys.readouterr().out)
     assert code == 0, out
     # 4 dead nginx attempts, keep 1: the 3 oldest go; the superseded sandbox goes.
@@ -124,7 +122,7 @@ def test_once_against_containerd(containerd, capsys):
 
     run_in_fresh_loop(setup)
     try:
-        code = run_node(
+        code = run(
             parse(
                 "--once",
                 "--runtime-endpoint", containerd.endpoint,
@@ -154,7 +152,7 @@ def test_once_against_containerd(containerd, capsys):
 
 
 def test_image_records_file_round_trip(tmp_path):
-    from ownergc._cli_node import load_image_records, save_image_records
+    from ownergc.cli.node import load_image_records, save_image_records
     from ownergc.nodegc import ZERO_TIME, ImageRecord
 
     path = str(tmp_path / "records.json")
@@ -169,7 +167,7 @@ def test_importing_ownergc_never_imports_grpc():
     import sys
 
     code = (
-        "import sys, ownergc, ownergc.nodegc, ownergc.protocols, ownergc._cli_node, "
+        "import sys, ownergc, ownergc.nodegc, ownergc.protocols, ownergc.cli.node, "
         "ownergc.controller.nodegc; "
         "bad = [m for m in ('grpc', 'cri_api', 'kubernetes') if m in sys.modules]; "
         "print(bad); sys.exit(1 if bad else 0)"

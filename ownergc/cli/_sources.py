@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ownergc._manifests import ManifestError, read_manifests
-from ownergc.errors import OwnerGCError
+from ownergc._kit.backends import load_backend
+from ownergc._kit.manifests import ManifestError, read_manifests
+from ownergc.errors import BackendUnavailable, OwnerGCError
 from ownergc.protocols import APIResource
 
 if TYPE_CHECKING:
@@ -119,14 +120,12 @@ def inventory_from_manifests(paths: Sequence[str | os.PathLike[str]]) -> Invento
 
 async def inventory_from_cluster(kubeconfig: str | None, context: str | None) -> Inventory:
     try:
-        from ownergc_backends.kube import KubeConfigError, KubeStore
-    except ImportError:
-        raise SourceError(
-            "reading a cluster needs the kube extra: pip install 'ownergc[kube]'"
-        ) from None
+        kube = load_backend("kube")
+    except BackendUnavailable as exc:
+        raise SourceError(f"reading a cluster: {exc}") from None
     try:
-        store = await KubeStore.from_config(kubeconfig, context)
-    except KubeConfigError as exc:
+        store = await kube.KubeStore.from_config(kubeconfig, context)
+    except kube.KubeConfigError as exc:
         raise SourceError(str(exc)) from None
     objects: list[dict[str, Any]] = []
     async with store:
@@ -159,8 +158,8 @@ def load_into_store(store: InMemoryStore, inv: Inventory) -> None:
     Kinds the store does not serve are registered from the cluster's
     discovery; with manifests, CRDs among them serve their kinds.
     """
-    from ownergc._embedded import load_manifests
-    from ownergc._manifests import Manifest
+    from ownergc._kit.manifests import Manifest
+    from ownergc.testing._cluster import load_manifests
 
     if inv.resources is not None:
         served: dict[tuple[str, str], list[APIResource]] = {}

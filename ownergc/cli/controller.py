@@ -19,7 +19,8 @@ from typing import Any
 
 import anyio
 
-from ownergc._cli_args import port, positive_float, positive_int, positive_seconds
+from ownergc._kit.backends import load_class
+from ownergc.cli._args import port, positive_float, positive_int, positive_seconds
 from ownergc.controller import DEFAULT_IGNORED_RESOURCES, GarbageCollector
 from ownergc.controller._http import ControllerEndpoints, serve_http
 from ownergc.controller._leader import LeaderElector, LeadershipLost
@@ -48,13 +49,11 @@ def parse_group_resource(text: str) -> tuple[str, str]:
     return group, resource
 
 
-def add_parser(sub: Any) -> None:
-    p = sub.add_parser(
-        "controller",
-        help="run the garbage collector against a cluster (kube-controller-manager's GC)",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+HELP = "run the garbage collector against a cluster (kube-controller-manager's GC)"
+
+
+def add_parser(p: argparse.ArgumentParser) -> None:
+    """The ``controller`` command's arguments."""
     conn = p.add_argument_group("connection")
     conn.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, in-cluster)")
     conn.add_argument("--context", help="kubeconfig context to use (default: current-context)")
@@ -147,7 +146,6 @@ def add_parser(sub: Any) -> None:
         help="port for /healthz, /readyz, /metrics and /debug/controllers/garbagecollector/graph "
         "(default: 10257; 0 picks a free port)",
     )
-    p.set_defaults(func=run)
 
 
 def _in_cluster_namespace() -> str | None:
@@ -160,14 +158,9 @@ def _in_cluster_namespace() -> str | None:
 
 
 async def _make_store(args: argparse.Namespace) -> Any:
+    kube_store = load_class("kube", "KubeStore")
     try:
-        from ownergc_backends.kube import KubeStore
-    except ImportError as exc:
-        raise OwnerGCError(
-            f"the kube backend is not installed ({exc}): pip install 'ownergc[kube]'"
-        ) from exc
-    try:
-        return await KubeStore.from_config(
+        return await kube_store.from_config(
             args.kubeconfig, args.context, qps=args.qps, burst=args.burst
         )
     except OwnerGCError as exc:

@@ -15,18 +15,16 @@ from typing import Any, TextIO
 
 import anyio
 
-from ownergc._cli_args import positive_int
+from ownergc.cli._args import positive_int
 
 SCENARIOS = ("background", "foreground", "orphan")
 
 
-def add_parser(sub: Any) -> None:
-    parser = sub.add_parser(
-        "demo",
-        help="run cascading deletions on the embedded in-memory apiserver and print them",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+HELP = "run cascading deletions on the embedded in-memory apiserver and print them"
+
+
+def add_parser(parser: argparse.ArgumentParser) -> None:
+    """The ``demo`` command's arguments."""
     parser.add_argument(
         "--policy",
         choices=(*SCENARIOS, "all"),
@@ -37,7 +35,6 @@ def add_parser(sub: Any) -> None:
         "--pods", type=positive_int, default=3, help="pods per ReplicaSet (default: 3)"
     )
     parser.add_argument("--workers", type=positive_int, default=20, help="GC workers (default: 20)")
-    parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

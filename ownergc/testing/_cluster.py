@@ -21,7 +21,7 @@ import anyio
 import anyio.abc
 import anyio.from_thread
 
-from ownergc._manifests import Manifest, ManifestError, apply_order
+from ownergc._kit.manifests import Manifest, ManifestError, apply_order
 from ownergc.errors import APIError, RESTMappingError
 
 if TYPE_CHECKING:

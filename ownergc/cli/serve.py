@@ -25,19 +25,17 @@ from typing import Any, TextIO
 
 import anyio
 
-from ownergc._cli_args import port, positive_int
-from ownergc._manifests import ManifestError, read_manifests
+from ownergc._kit.manifests import ManifestError, read_manifests
+from ownergc.cli._args import port, positive_int
 
 DEFAULT_PORT = 8080
 
 
-def add_parser(sub: Any) -> None:
-    parser = sub.add_parser(
-        "serve",
-        help="serve an in-memory Kubernetes API with the garbage collector running",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+HELP = "serve an in-memory Kubernetes API with the garbage collector running"
+
+
+def add_parser(parser: argparse.ArgumentParser) -> None:
+    """The ``serve`` command's arguments."""
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)"
     )
@@ -66,7 +64,6 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="print every action of the garbage collector and namespace controller",
     )
-    parser.set_defaults(func=run)
 
 
 def kubeconfig_yaml(config: dict[str, Any]) -> str:
@@ -108,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _serve(args: argparse.Namespace, manifests: list[Any], out: TextIO) -> int:
-    from ownergc._embedded import EmbeddedCluster, load_manifests, new_store
+    from ownergc.testing._cluster import EmbeddedCluster, load_manifests, new_store
 
     store = new_store()
     try:

@@ -25,8 +25,13 @@ from typing import Any
 
 import anyio
 
-from ownergc._manifests import emit
-from ownergc._sources import SourceError, add_source_arguments, inventory_from_args, load_into_store
+from ownergc.cli._output import emit
+from ownergc.cli._sources import (
+    SourceError,
+    add_source_arguments,
+    inventory_from_args,
+    load_into_store,
+)
 from ownergc.errors import OwnerGCError
 from ownergc.protocols import APIResource
 
@@ -53,13 +58,11 @@ SHORT_NAMES: dict[str, str] = {
 }
 
 
-def add_parser(sub: Any) -> None:
-    parser = sub.add_parser(
-        "preview",
-        help="show what a cascading delete would delete, orphan or block (never writes)",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+HELP = "show what a cascading delete would delete, orphan or block (never writes)"
+
+
+def add_parser(parser: argparse.ArgumentParser) -> None:
+    """The ``preview`` command's arguments."""
     add_source_arguments(parser)
     parser.add_argument(
         "--delete",
@@ -86,7 +89,6 @@ def add_parser(sub: Any) -> None:
         default=30.0,
         help="seconds to let the collector settle (default: 30)",
     )
-    parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -125,8 +127,8 @@ def resolve_kind(resources: list[APIResource], text: str) -> APIResource:
 
 async def _preview(args: argparse.Namespace) -> int:
     from ownergc._core.preview import build_report, render_text, report_to_json
-    from ownergc._embedded import EmbeddedCluster, new_store
     from ownergc.protocols import PropagationPolicy
+    from ownergc.testing._cluster import EmbeddedCluster, new_store
 
     inv = await inventory_from_args(args)
     store = new_store()

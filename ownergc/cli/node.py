@@ -2,8 +2,8 @@
 
 Flags are named and defaulted like the kubelet's so that a node's existing
 settings carry over. Durations are Go durations (``2m``, ``1h30m``, ``0s``).
-The main CLI calls :func:`add_node_parser`; the parsed namespace's ``func``
-is :func:`run_node` (sync; :func:`run_node_async` for callers in a loop).
+The main CLI calls :func:`add_parser`, then :func:`run` (sync;
+:func:`run_node_async` for callers in a loop).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any
 
 import anyio
 
+from ownergc._kit.backends import load_class
 from ownergc.controller.nodegc import (
     ContainerGCResult,
     ImageGCResult,
@@ -27,6 +28,7 @@ from ownergc.controller.nodegc import (
     PodStateSource,
     RuntimePodStateSource,
 )
+from ownergc.errors import BackendUnavailable
 from ownergc.nodegc import (
     CONTAINER_GC_PERIOD_SECONDS,
     DEFAULT_CONTAINER_LOGS_DIR,
@@ -44,10 +46,10 @@ from ownergc.nodegc import (
 from ownergc.protocols import ContainerRuntime
 
 __all__ = [
-    "add_node_parser",
+    "add_parser",
     "build_policies",
     "load_image_records",
-    "run_node",
+    "run",
     "run_node_async",
     "save_image_records",
 ]
@@ -72,17 +74,16 @@ def _percent(text: str) -> int:
         raise argparse.ArgumentTypeError(f"invalid integer percentage: {text!r}") from exc
 
 
-def add_node_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Register ``node`` on the main CLI's ``add_subparsers()`` object."""
-    p: argparse.ArgumentParser = subparsers.add_parser(
-        "node",
-        help="run the kubelet's node GC (dead containers, sandboxes, logs, images)",
-        description=(
-            "Garbage-collect dead containers, pod sandboxes, pod log directories and unused "
-            "images exactly as the kubelet does, against a CRI runtime."
-        ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
+HELP = "run the kubelet's node GC (dead containers, sandboxes, logs, images)"
+FORMATTER = argparse.ArgumentDefaultsHelpFormatter
+DESCRIPTION = (
+    "Garbage-collect dead containers, pod sandboxes, pod log directories and unused "
+    "images exactly as the kubelet does, against a CRI runtime."
+)
+
+
+def add_parser(p: argparse.ArgumentParser) -> None:
+    """The ``node`` command's arguments."""
     rt = p.add_argument_group("runtime")
     rt.add_argument(
         "--runtime",
@@ -210,8 +211,7 @@ def add_node_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="keep image first-seen/last-used records here across runs (useful with --once: "
         "without it every image is new to each run and must wait the minimum image TTL)",
     )
-    p.set_defaults(func=run_node, _node_parser=p)
-    return p
+    p.set_defaults(_node_parser=p)
 
 
 def build_policies(args: argparse.Namespace) -> tuple[ContainerGCPolicy, ImageGCPolicy]:
@@ -236,7 +236,7 @@ def build_policies(args: argparse.Namespace) -> tuple[ContainerGCPolicy, ImageGC
     return cpol, ipol
 
 
-def run_node(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Entry point for the main CLI (``func`` on the parsed namespace)."""
     parser: argparse.ArgumentParser | None = getattr(args, "_node_parser", None)
     try:
@@ -287,12 +287,10 @@ async def _make_runtime(args: argparse.Namespace, now: int) -> tuple[ContainerRu
     if args.runtime == "memory":
         return demo_runtime(now), None
     try:
-        from ownergc_backends.cri import CRIRuntime
-    except ImportError as exc:
-        raise SystemExit(
-            f"ownergc node: --runtime cri needs the cri extra ({exc}); pip install 'ownergc[cri]'"
-        ) from exc
-    rt = CRIRuntime(
+        cri_runtime = load_class("cri", "CRIRuntime")
+    except BackendUnavailable as exc:
+        raise SystemExit(f"ownergc node: --runtime cri: {exc}") from exc
+    rt: ContainerRuntime = cri_runtime(
         args.runtime_endpoint,
         image_endpoint=args.image_service_endpoint or None,
         timeout=args.runtime_request_timeout.total_seconds(),
@@ -304,10 +302,10 @@ async def _pod_state_source(args: argparse.Namespace) -> PodStateSource:
     if not args.kubeconfig:
         return RuntimePodStateSource()
     try:
-        from ownergc_backends.kube import KubeStore
-    except ImportError as exc:
-        raise SystemExit(f"ownergc node: --kubeconfig needs the kube backend ({exc})") from exc
-    store = await KubeStore.from_config(args.kubeconfig)
+        kube_store = load_class("kube", "KubeStore")
+    except BackendUnavailable as exc:
+        raise SystemExit(f"ownergc node: --kubeconfig: {exc}") from exc
+    store = await kube_store.from_config(args.kubeconfig)
     return ObjectStorePodStateSource(store)
 
 

@@ -138,14 +138,3 @@ def apply_order(manifests: Iterable[Manifest]) -> list[Manifest]:
         return 2
 
     return sorted(items, key=rank)
-
-
-def emit(text: str) -> None:
-    """Write command output to stdout; a reader that went away (``| head``) is not an error."""
-    try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        # Python's recipe: point stdout at devnull so the exit-time flush stays quiet.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())

@@ -16,12 +16,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
 import anyio
 
-from ownergc._manifests import emit
-from ownergc._sources import (
+from ownergc.cli._output import emit
+from ownergc.cli._sources import (
     Inventory,
     SourceError,
     add_source_arguments,
@@ -30,14 +29,11 @@ from ownergc._sources import (
 from ownergc.errors import OwnerGCError
 from ownergc.lint import SEVERITIES, Finding, KindInfo, lint_objects
 
+HELP = "check ownerReferences in manifests or a cluster (exit 1 on errors)"
 
-def add_parser(sub: Any) -> None:
-    parser = sub.add_parser(
-        "lint",
-        help="check ownerReferences in manifests or a cluster (exit 1 on errors)",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+
+def add_parser(parser: argparse.ArgumentParser) -> None:
+    """The ``lint`` command's arguments."""
     add_source_arguments(parser)
     parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
     parser.add_argument(
@@ -46,7 +42,6 @@ def add_parser(sub: Any) -> None:
         default="info",
         help="hide findings below this severity (default: info, i.e. show all)",
     )
-    parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -90,7 +85,7 @@ def _kinds(inv: Inventory) -> dict[tuple[str, str], KindInfo]:
     """What is served: the cluster's discovery, or built-in kinds plus the input's CRDs."""
     resources = inv.resources
     if resources is None:
-        from ownergc._manifests import is_crd
+        from ownergc._kit.manifests import is_crd
         from ownergc_backends.memory import InMemoryStore
 
         store = InMemoryStore()

@@ -28,20 +28,18 @@ from typing import Any
 
 import anyio
 
-from ownergc._manifests import emit
-from ownergc._sources import SourceError, add_source_arguments, inventory_from_args
+from ownergc.cli._output import emit
+from ownergc.cli._sources import SourceError, add_source_arguments, inventory_from_args
 from ownergc.errors import OwnerGCError
 
 GRAPH_PATH = "/debug/controllers/garbagecollector/graph"
 
 
-def add_parser(sub: Any) -> None:
-    parser = sub.add_parser(
-        "graph",
-        help="draw the ownerReference graph (DOT, JSON or SVG)",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+HELP = "draw the ownerReference graph (DOT, JSON or SVG)"
+
+
+def add_parser(parser: argparse.ArgumentParser) -> None:
+    """The ``graph`` command's arguments."""
     add_source_arguments(parser, controller=True)
     parser.add_argument("-o", "--output", choices=("dot", "json", "svg"), default="dot")
     parser.add_argument(
@@ -50,7 +48,6 @@ def add_parser(sub: Any) -> None:
         default=[],
         help="only the objects connected to this uid (repeatable)",
     )
-    parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
