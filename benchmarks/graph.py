@@ -31,7 +31,7 @@ import anyio
 
 from ownergc import GraphBuilder
 from ownergc.controller import GarbageCollector, WorkQueue
-from ownergc.controller._gc import _Monitor
+from ownergc.controller._monitors import Monitor
 from ownergc.protocols import APIResource, WatchEvent
 
 
@@ -97,7 +97,7 @@ class Harness:
     def __init__(self) -> None:
         self.gc = GarbageCollector(_UnusedStore())  # type: ignore[arg-type]
         self.monitors = {
-            (av, kind): _Monitor(
+            (av, kind): Monitor(
                 APIResource(group, version, resource, kind, True, frozenset(VERBS)),
                 anyio.CancelScope(),
             )

@@ -13,7 +13,9 @@ from ownergc._core.decisions import (
     Done,
     EnqueueDelete,
     EnqueueVirtualDelete,
+    NamespacedOwnerOfClusterScopedObject,
     NeedOwners,
+    OwnerLookup,
     Patch,
     Plan,
     RemoveFinalizer,
@@ -23,6 +25,7 @@ from ownergc._core.decisions import (
     plan_deleting_dependents,
     plan_owner_lookup,
     policy_for_finalizers,
+    remove_finalizer_patch,
 )
 from ownergc._core.graph import Node, UIDToNode
 from ownergc._core.graph_builder import (
@@ -39,6 +42,7 @@ from ownergc._core.graph_builder import (
 from ownergc._core.patches import (
     delete_owner_refs_json_merge_patch,
     delete_owner_refs_strategic_merge_patch,
+    finalizers_merge_patch,
     remove_finalizer_json_merge_patch,
     unblock_owner_refs_json_merge_patch,
     unblock_owner_refs_strategic_merge_patch,
@@ -48,6 +52,8 @@ from ownergc._core.refs import (
     FINALIZER_ORPHAN_DEPENDENTS,
     ObjectReference,
     OwnerReference,
+    metadata_of,
+    owner_references_of,
 )
 from ownergc._core.types import PatchType, Preconditions, PropagationPolicy
 
@@ -64,9 +70,11 @@ __all__ = [
     "EnqueueVirtualDelete",
     "GraphBuilder",
     "InvalidNamespaceEvent",
+    "NamespacedOwnerOfClusterScopedObject",
     "NeedOwners",
     "Node",
     "ObjectReference",
+    "OwnerLookup",
     "OwnerReference",
     "Patch",
     "PatchType",
@@ -81,7 +89,10 @@ __all__ = [
     "decide_attempt_to_delete",
     "delete_owner_refs_json_merge_patch",
     "delete_owner_refs_strategic_merge_patch",
+    "finalizers_merge_patch",
     "get_alternate_owner_identity",
+    "metadata_of",
+    "owner_references_of",
     "partition_dependents",
     "plan_attempt_to_orphan",
     "plan_deleting_dependents",
@@ -89,6 +100,7 @@ __all__ = [
     "policy_for_finalizers",
     "references_diffs",
     "remove_finalizer_json_merge_patch",
+    "remove_finalizer_patch",
     "starts_waiting_for_dependents_deleted",
     "starts_waiting_for_dependents_orphaned",
     "unblock_owner_refs_json_merge_patch",

@@ -5,7 +5,7 @@ The controller depends only on :mod:`ownergc.protocols`; pass it any backend.
 
 from __future__ import annotations
 
-from ownergc.controller._gc import DEFAULT_IGNORED_RESOURCES, GarbageCollector, GCMetrics
+from ownergc.controller._collector import DEFAULT_IGNORED_RESOURCES, GarbageCollector, GCMetrics
 from ownergc.controller._leader import LeaderElector, LeadershipLost
 from ownergc.controller._namespace import NamespaceController
 from ownergc.controller._queue import WorkQueue

@@ -119,7 +119,7 @@ class ControllerEndpoints:
         ready: Callable[[], tuple[bool, str]] | None = None,
         extra_metrics: Callable[[], dict[str, float]] | None = None,
     ) -> None:
-        from ownergc.controller._gc import GarbageCollector
+        from ownergc.controller._collector import GarbageCollector
 
         assert isinstance(gc, GarbageCollector)
         self.gc = gc

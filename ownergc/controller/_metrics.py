@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ownergc.controller._queue import FIFOQueue, Histogram, WorkQueue
 
 if TYPE_CHECKING:
-    from ownergc.controller._gc import GarbageCollector
+    from ownergc.controller._collector import GarbageCollector
 
 __all__ = ["CONTENT_TYPE", "render_gc_metrics", "render_queue_metrics"]
 

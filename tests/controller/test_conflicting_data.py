@@ -23,6 +23,7 @@ import pytest
 
 from ownergc import ObjectReference
 from ownergc.controller import GarbageCollector
+from ownergc.controller._monitors import MonitorSynced, ObjectChanged, ObjectDeleted, VirtualDeleted
 from ownergc_backends.memory import InMemoryStore
 
 pytestmark = pytest.mark.anyio
@@ -57,6 +58,14 @@ def obj(ident: tuple[Any, ...], owner: tuple[Any, ...] | None = None) -> dict[st
 def label(ident: tuple[Any, ...], virtual: bool = False) -> str:
     av, kind, ns, name, uid = ident
     return f"{kind}.{av}/{ns or ''}/{name}/{uid}" + (" v" if virtual else "")
+
+
+_CHANGE_NAMES = {
+    ObjectChanged: "upsert",
+    ObjectDeleted: "delete",
+    VirtualDeleted: "virtual_delete",
+    MonitorSynced: "synced",
+}
 
 
 class Harness:
@@ -99,7 +108,8 @@ class Harness:
         ]
 
     def graph_changes(self) -> list[tuple[str, Any]]:
-        return [(kind, payload) for kind, payload, _ in self.gc._graph_changes._items]
+        """(upstream's event type, payload) of each queued graph change."""
+        return [(_CHANGE_NAMES[type(c)], c[0]) for c in self.gc._graph_changes._items]
 
     def process_graph_change(self) -> None:
         change = self.gc._graph_changes._items.popleft()

@@ -1,0 +1,419 @@
+"""GarbageCollector: kube-controller-manager's object garbage collector on anyio.
+
+Tasks (all in one task group, all on one event loop):
+
+* a discovery loop that keeps one *monitor* per deletable resource
+  (list + watch, relist on 410 or a dropped watch) and rediscovers every
+  ``discovery_period`` seconds;
+* the *graph builder*: the only task that mutates the graph; it applies the
+  monitors' events in order through the pure :class:`~ownergc.GraphBuilder`
+  and feeds the work queues;
+* ``workers`` attemptToDelete workers and as many attemptToOrphan workers,
+  which read the graph, look things up through the store, ask the pure
+  decision functions for a plan and execute it.
+
+A worker never dies from one bad object: every failure is logged and the item
+is retried with per-item exponential backoff. The collector never deletes an
+object unless a live read (or a precondition-guarded delete) confirms it is
+garbage.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from ownergc import (
+    FINALIZER_ORPHAN_DEPENDENTS,
+    Delete,
+    Done,
+    EnqueueDelete,
+    EnqueueVirtualDelete,
+    GraphBuilder,
+    InvalidNamespaceEvent,
+    NamespacedOwnerOfClusterScopedObject,
+    NeedOwners,
+    Node,
+    ObjectReference,
+    OwnerReference,
+    Patch,
+    Plan,
+    RemoveFinalizer,
+    UIDToNode,
+    decide_attempt_to_delete,
+    metadata_of,
+    plan_attempt_to_orphan,
+    plan_owner_lookup,
+)
+from ownergc.controller._monitors import (
+    DEFAULT_IGNORED_RESOURCES,
+    GCMetrics,
+    GraphChange,
+    Monitor,
+    RESTMapper,
+    VirtualDeleted,
+)
+from ownergc.controller._operations import (
+    NamespacedOwnerOfClusterScoped,
+    Operations,
+    StaleCache,
+    VirtualDeleteEnqueued,
+    node_as_object,
+)
+from ownergc.controller._queue import FIFOQueue, WorkQueue
+from ownergc.errors import Conflict, Invalid, NotFound, RESTMappingError
+from ownergc.protocols import APIResource, ObjectStore
+
+__all__ = ["DEFAULT_IGNORED_RESOURCES", "GCMetrics", "GarbageCollector"]
+
+log = logging.getLogger("ownergc.controller")
+
+
+class GarbageCollector(Operations):
+    """Collects objects whose owners are gone, as kube-controller-manager does.
+
+    ``await gc.run()`` runs until cancelled. ``wait_synced()`` returns once
+    every monitor has listed and the graph has taken it in; ``wait_idle()``
+    once every queue is empty and nothing is in flight.
+    """
+
+    def __init__(
+        self,
+        store: ObjectStore,
+        *,
+        workers: int = 20,
+        ignored_resources: Iterable[tuple[str, str]] = DEFAULT_IGNORED_RESOURCES,
+        discovery_period: float = 30.0,
+        initial_sync_timeout: float = 30.0,
+        absent_owner_cache_size: int = 500,
+        dry_run: bool = False,
+        record_events: bool = True,
+        watch_timeout: float | None = 300.0,
+        orphan_concurrency: int = 50,
+        use_cache: bool = True,
+        logger: logging.Logger | None = None,
+        on_action: Callable[[str, Mapping[str, Any]], None] | None = None,
+    ) -> None:
+        if workers < 1:
+            raise ValueError("workers must be at least 1")
+        if discovery_period <= 0:
+            raise ValueError("discovery_period must be positive")
+        self.store = store
+        self.workers = workers
+        self.ignored_resources = frozenset(ignored_resources)
+        self.discovery_period = discovery_period
+        self.initial_sync_timeout = initial_sync_timeout
+        self.dry_run = dry_run
+        self.record_events = record_events
+        self.watch_timeout = watch_timeout
+        self.orphan_concurrency = orphan_concurrency
+        self.use_cache = use_cache
+        self.log = logger or log
+        self.on_action = on_action
+        self.builder = GraphBuilder(absent_owner_cache_size)
+        self.metrics = GCMetrics()
+        self.recorded_events: list[InvalidNamespaceEvent] = []
+        self._mapper = RESTMapper()
+        self._monitors: dict[APIResource, Monitor] = {}
+        self._events_resource: APIResource | None = None
+        self._graph_changes: FIFOQueue[GraphChange] = FIFOQueue("garbage_collector_graph_changes")
+        self.attempt_to_delete: WorkQueue[Node] = WorkQueue("garbage_collector_attempt_to_delete")
+        self.attempt_to_orphan: WorkQueue[Node] = WorkQueue("garbage_collector_attempt_to_orphan")
+        self._pending_changes = 0
+        self._synced = anyio.Event()
+        self._workers_started = anyio.Event()
+        self._discovered = anyio.Event()
+        self._tg: TaskGroup | None = None
+        self._running = False
+
+    # -- public ------------------------------------------------------------
+
+    @property
+    def uid_to_node(self) -> UIDToNode:
+        return self.builder.uid_to_node
+
+    @property
+    def queues(self) -> tuple[WorkQueue[Any] | FIFOQueue[Any], ...]:
+        return (self._graph_changes, self.attempt_to_delete, self.attempt_to_orphan)
+
+    def monitored_resources(self) -> list[APIResource]:
+        """The resources this collector currently watches."""
+        return sorted(self._monitors, key=str)
+
+    async def run(self) -> None:
+        """Run until cancelled."""
+        if self._running:
+            raise RuntimeError("this GarbageCollector is already running")
+        self._running = True
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                for queue in self.queues:
+                    tg.start_soon(queue.run_delays)
+                tg.start_soon(self._graph_builder_loop)
+                tg.start_soon(self._discovery_loop)
+                tg.start_soon(self._start_workers_when_synced)
+        finally:
+            for queue in self.queues:
+                queue.shutdown()
+            self._running = False
+
+    async def wait_synced(self) -> None:
+        """Return once every monitor has listed and the graph builder has caught up."""
+        await self._synced.wait()
+
+    async def wait_idle(self, *, settle: float = 0.05, horizon: float = 1.0) -> None:
+        """Return when every queue is empty and nothing is in flight.
+
+        Items waiting in backoff count as busy while they are due within
+        ``horizon`` seconds, so a persistently failing item (retried with
+        growing backoff) does not keep this from returning. Idleness must hold
+        for ``settle`` seconds, which lets watch events already written by
+        the store arrive.
+        """
+        await self._workers_started.wait()
+        quiet_since: float | None = None
+        while True:
+            now = anyio.current_time()
+            idle = self._pending_changes == 0 and all(q.is_idle(horizon) for q in self.queues)
+            if not idle:
+                quiet_since = None
+            elif quiet_since is None:
+                quiet_since = now
+            elif now - quiet_since >= settle:
+                return
+            await anyio.sleep(min(0.01, settle / 2) if settle > 0 else 0)
+
+    # -- workers -----------------------------------------------------------
+
+    async def _start_workers_when_synced(self) -> None:
+        with anyio.move_on_after(self.initial_sync_timeout):
+            await self._synced.wait()
+        if not self._synced.is_set():
+            self.metrics.resources_sync_errors += 1
+            self.log.warning(
+                "caches not synced after %ss; starting workers anyway", self.initial_sync_timeout
+            )
+        assert self._tg is not None
+        for _ in range(self.workers):
+            self._tg.start_soon(self._delete_worker)
+            self._tg.start_soon(self._orphan_worker)
+        self._workers_started.set()
+
+    async def _delete_worker(self) -> None:
+        queue = self.attempt_to_delete
+        while True:
+            node = await queue.get()
+            try:
+                await self._process_attempt_to_delete(node)
+            finally:
+                queue.done(node)
+
+    async def _process_attempt_to_delete(self, node: Node) -> None:
+        queue = self.attempt_to_delete
+        if node.virtual:
+            current = self.builder.uid_to_node.get(node.uid)
+            if current is None or not current.virtual:
+                queue.forget(node)
+                return
+        try:
+            await self._attempt_to_delete_item(node)
+        except (VirtualDeleteEnqueued, NamespacedOwnerOfClusterScoped):
+            queue.forget(node)
+            return
+        except RESTMappingError as exc:
+            self.log.debug("cannot map %s: %s; will retry", node.identity, exc)
+            queue.add_rate_limited(node)
+            return
+        except Exception as exc:
+            self.metrics.errors += 1
+            self.log.warning(
+                "error syncing item %s: %s", node.identity, exc, extra={"item": str(node.identity)}
+            )
+            queue.add_rate_limited(node)
+            return
+        if node.virtual:
+            # Keep polling until the owner is observed or verified absent.
+            queue.add_rate_limited(node)
+        else:
+            queue.forget(node)
+
+    async def _attempt_to_delete_item(self, node: Node) -> None:
+        if node.being_deleted and not node.deleting_dependents:
+            return
+        ident = node.identity
+        resource = self._mapper.resource_for(ident.api_version, ident.kind)
+        if resource.namespaced and ident.namespace is None:
+            raise NamespacedOwnerOfClusterScoped(str(ident))
+        if self.use_cache and not node.virtual and node.resource_version is not None:
+            try:
+                await self._attempt_to_delete_cached(node)
+            except StaleCache:
+                self.metrics.cache_fallbacks += 1
+            else:
+                self.metrics.cache_decisions += 1
+                return
+        latest = await self._get_or_none(resource, ident)
+        decision = decide_attempt_to_delete(node, latest)
+        if isinstance(decision, NeedOwners):
+            assert latest is not None
+            owners = await self._lookup_owners(ident, decision)
+            decision = decide_attempt_to_delete(node, latest, owners)
+            assert isinstance(decision, Plan)
+        await self._execute(decision, node, decided_on=latest)
+
+    async def _attempt_to_delete_cached(self, node: Node) -> None:
+        """Decide from what the watch cache knows; writes carry uid + resourceVersion.
+
+        Upstream reads the item live before every decision (two requests per
+        collected object). The graph already holds the item's last observed
+        refs, finalizers and resourceVersion, and owners it has observed. A
+        write guarded by that resourceVersion only succeeds if the item is
+        exactly as classified, so the decision is as safe as a live read; on
+        a failed precondition the caller redoes it from live reads. Owners
+        the graph has not observed are still looked up live: absence is never
+        inferred from the cache.
+        """
+        latest = node_as_object(node)
+        decision = decide_attempt_to_delete(node, latest)
+        if isinstance(decision, NeedOwners):
+            owners = await self._lookup_owners(node.identity, decision, from_graph=True)
+            decision = decide_attempt_to_delete(node, latest, owners)
+            assert isinstance(decision, Plan)
+        await self._execute(decision, node, cached=True)
+
+    async def _lookup_owners(
+        self, item: ObjectReference, need: NeedOwners, *, from_graph: bool = False
+    ) -> dict[OwnerReference, Mapping[str, Any] | None]:
+        """isDangling for each ref: the owner's latest state, or None when absent.
+
+        Keyed by ref (not uid): two refs with one uid but other coordinates
+        are two lookups. The absent-owner cache is consulted before REST
+        mapping, as upstream does, so a cached absence needs no mapping.
+        """
+        owners: dict[OwnerReference, Mapping[str, Any] | None] = {}
+        cache = self.builder.absent_owner_cache
+        graph = self.builder.uid_to_node
+        mapper = self._mapper
+        for ref in need.refs:
+            resolved: list[APIResource] = []
+
+            def namespaced(ref: OwnerReference = ref, out: list[APIResource] = resolved) -> bool:
+                res = mapper.resource_for(ref.api_version, ref.kind)
+                out.append(res)
+                return res.namespaced
+
+            lookup = plan_owner_lookup(ref, item, namespaced, cache)
+            if isinstance(lookup, NamespacedOwnerOfClusterScopedObject):
+                self.log.info(
+                    "cluster-scoped %s has a namespaced owner %s; never collected", item, ref
+                )
+                raise NamespacedOwnerOfClusterScoped(str(item))
+            if lookup.dangling:
+                owners[ref] = None
+                continue
+            if from_graph:
+                known = graph.get(ref.uid)
+                if (
+                    known is not None
+                    and not known.virtual
+                    and known.resource_version is not None
+                    and known.identity.coordinates == ref.coordinates
+                    and known.namespace == lookup.namespace
+                ):
+                    owners[ref] = node_as_object(known)
+                    continue
+            resource = resolved[0] if resolved else mapper.resource_for(ref.api_version, ref.kind)
+            try:
+                owner = await self.store.get(
+                    resource, ref.name, namespace=lookup.namespace, metadata_only=True
+                )
+            except NotFound:
+                cache.add(lookup.cache_key)
+                owners[ref] = None
+                continue
+            if metadata_of(owner).get("uid") != ref.uid:
+                cache.add(lookup.cache_key)
+                owners[ref] = None
+            else:
+                owners[ref] = owner
+        return owners
+
+    async def _execute(
+        self,
+        plan: Plan,
+        node: Node,
+        *,
+        cached: bool = False,
+        decided_on: Mapping[str, Any] | None = None,
+    ) -> None:
+        for step in plan.steps:
+            if isinstance(step, Done):
+                self.log.debug("%s: %s", node.identity, step.reason)
+            elif isinstance(step, EnqueueVirtualDelete):
+                self._enqueue_change(VirtualDeleted(step.identity))
+                raise VirtualDeleteEnqueued(str(step.identity))
+            elif isinstance(step, EnqueueDelete):
+                for dep in step.nodes:
+                    self.attempt_to_delete.add(dep)
+            elif isinstance(step, Patch):
+                try:
+                    await self._patch(step)
+                except (Conflict, Invalid, NotFound) as exc:
+                    if cached:
+                        raise StaleCache(str(exc)) from exc
+                    raise
+            elif isinstance(step, Delete):
+                await self._delete(step, node, cached=cached, decided_on=decided_on)
+            elif isinstance(step, RemoveFinalizer):
+                await self._remove_finalizer(step, node)
+
+    async def _orphan_worker(self) -> None:
+        queue = self.attempt_to_orphan
+        while True:
+            node = await queue.get()
+            try:
+                await self._attempt_to_orphan(node)
+            except Exception as exc:
+                self.metrics.errors += 1
+                self.log.warning("attemptToOrphan %s failed: %s", node.identity, exc)
+                queue.add_rate_limited(node)
+            else:
+                queue.forget(node)
+            finally:
+                queue.done(node)
+
+    async def _attempt_to_orphan(self, owner: Node) -> None:
+        # Only while the owner still asks for orphaning: a retry after the
+        # finalizer was removed (e.g. that patch timed out but was applied)
+        # must not strip the owner's refs from dependents added since.
+        ident = owner.identity
+        resource = self._mapper.resource_for(ident.api_version, ident.kind)
+        live = await self._get_or_none(resource, ident)
+        if (
+            live is None
+            or metadata_of(live).get("uid") != ident.uid
+            or FINALIZER_ORPHAN_DEPENDENTS not in (metadata_of(live).get("finalizers") or ())
+        ):
+            return
+        patches, remove = plan_attempt_to_orphan(owner)
+        errors: list[BaseException] = []
+        limiter = anyio.CapacityLimiter(self.orphan_concurrency)
+
+        async def run(step: Patch) -> None:
+            async with limiter:
+                try:
+                    await self._patch(step, ignore_not_found=True)
+                except Exception as exc:
+                    errors.append(exc)
+
+        async with anyio.create_task_group() as tg:
+            for step in patches:
+                tg.start_soon(run, step)
+        if errors:
+            raise errors[0]
+        await self._remove_finalizer(remove, owner)

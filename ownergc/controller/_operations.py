@@ -1,0 +1,259 @@
+"""Operations: the collector's API calls (upstream's operations.go).
+
+GET, PATCH, DELETE and the removal of the GC's own finalizers, each guarded
+by uid / resourceVersion preconditions so that a decision taken from the
+watch cache never acts on an object that changed since; a failed
+precondition raises :class:`StaleCache` and the worker redoes the decision
+from live reads.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import anyio
+
+from ownergc import (
+    Delete,
+    Node,
+    ObjectReference,
+    Patch,
+    RemoveFinalizer,
+    finalizers_merge_patch,
+    metadata_of,
+    owner_references_of,
+    remove_finalizer_patch,
+)
+from ownergc.controller._monitors import Monitors, VirtualDeleted
+from ownergc.errors import Conflict, NotFound, UnsupportedPatchType
+from ownergc.protocols import APIResource, PatchType, Preconditions
+
+__all__ = [
+    "NamespacedOwnerOfClusterScoped",
+    "Operations",
+    "StaleCache",
+    "VirtualDeleteEnqueued",
+    "node_as_object",
+]
+
+
+class VirtualDeleteEnqueued(Exception):
+    """The item turned out absent; the graph builder takes it from here (no requeue)."""
+
+
+class StaleCache(Exception):
+    """A precondition built from the watch cache failed: redo the decision from live reads."""
+
+
+class NamespacedOwnerOfClusterScoped(Exception):
+    """A cluster-scoped item names a namespaced owner kind (never collected, no requeue)."""
+
+
+class Operations(Monitors):
+    """The API calls of a :class:`GarbageCollector` (attributes set by its ``__init__``)."""
+
+    dry_run: bool
+    use_cache: bool
+    on_action: Callable[[str, Mapping[str, Any]], None] | None
+
+    async def _get_or_none(
+        self, resource: APIResource, ident: ObjectReference
+    ) -> Mapping[str, Any] | None:
+        try:
+            return await self.store.get(
+                resource,
+                ident.name,
+                namespace=ident.namespace if resource.namespaced else None,
+                metadata_only=True,
+            )
+        except NotFound:
+            return None
+
+    async def _patch(self, step: Patch, *, ignore_not_found: bool = False) -> None:
+        ident = step.target
+        resource = self._mapper.resource_for(ident.api_version, ident.kind)
+        ns = ident.namespace if resource.namespaced else None
+        details = {"target": str(ident), "why": step.why, "patch": step.smp or step.jmp}
+        if self.dry_run:
+            self._action("patch", details)
+            return
+        try:
+            if step.smp is not None:
+                try:
+                    await self.store.patch(
+                        resource,
+                        ident.name,
+                        step.smp,
+                        patch_type=PatchType.STRATEGIC_MERGE,
+                        namespace=ns,
+                    )
+                except UnsupportedPatchType:
+                    await self.store.patch(
+                        resource, ident.name, step.jmp, patch_type=PatchType.MERGE, namespace=ns
+                    )
+            else:
+                await self.store.patch(
+                    resource, ident.name, step.jmp, patch_type=PatchType.MERGE, namespace=ns
+                )
+        except NotFound:
+            if not ignore_not_found:
+                raise
+            return
+        self.metrics.patches += 1
+        self._action("patch", details)
+
+    async def _delete(
+        self,
+        step: Delete,
+        node: Node,
+        *,
+        cached: bool = False,
+        decided_on: Mapping[str, Any] | None = None,
+    ) -> None:
+        ident = step.target
+        resource = self._mapper.resource_for(ident.api_version, ident.kind)
+        ns = ident.namespace if resource.namespaced else None
+        details = {"target": str(ident), "policy": step.policy.value, "why": step.why}
+        if self.dry_run:
+            self._action("delete", details)
+            return
+        preconditions = step.preconditions
+        for _ in range(2):
+            try:
+                remaining = await self.store.delete(
+                    resource,
+                    ident.name,
+                    namespace=ns,
+                    propagation_policy=step.policy,
+                    preconditions=preconditions,
+                )
+            except NotFound:
+                # Nothing has this name any more (a same-named replacement would
+                # have failed the uid precondition with 409): our object is gone.
+                self._enqueue_change(VirtualDeleted(ident))
+                raise VirtualDeleteEnqueued(str(ident)) from None
+            except Conflict as exc:
+                if cached:
+                    raise StaleCache(str(exc)) from exc
+                if preconditions.resource_version is None:
+                    raise
+                # Only the resourceVersion moved? Re-read: if the owners are
+                # unchanged the decision still holds, so retry (once).
+                latest = await self._get_or_none(resource, ident)
+                if latest is None:
+                    self._enqueue_change(VirtualDeleted(ident))
+                    raise VirtualDeleteEnqueued(str(ident)) from None
+                if (
+                    metadata_of(latest).get("uid") != ident.uid
+                    # The refs the decision was made from, not the graph's: the
+                    # graph may have caught up with a write the read had not seen.
+                    or owner_references_of(latest)
+                    != (node.owners if decided_on is None else owner_references_of(decided_on))
+                ):
+                    raise
+                # Guard the retry with the re-read's resourceVersion: a uid-only
+                # DELETE would also remove an object whose refs changed after
+                # the re-read (e.g. a live owner added).
+                preconditions = Preconditions(
+                    uid=ident.uid, resource_version=metadata_of(latest).get("resourceVersion")
+                )
+                continue
+            self.metrics.count_deletion(step.policy.value)
+            self._action("delete", details)
+            if remaining is None:
+                # Removed from storage: drop the node now (as a 404 would) instead
+                # of waiting for the watch, so an owner re-examining its
+                # dependents meanwhile does not send this one a second DELETE.
+                self._enqueue_change(VirtualDeleted(ident))
+            return
+        # Still conflicting after the retry: not deleted; requeue and decide afresh.
+        raise Conflict(f"{ident} kept changing while being deleted; will retry")
+
+    async def _remove_finalizer(self, step: RemoveFinalizer, node: Node | None = None) -> None:
+        """removeFinalizer: a JSON merge patch guarded by resourceVersion, retried on 409.
+
+        With the watch cache in use, the first attempt is built from what the
+        graph last observed of ``node`` (no GET); a stale view answers 409 and
+        the upstream loop (GET, patch; 4 attempts with backoff) takes over.
+        """
+        ident = step.target
+        resource = self._mapper.resource_for(ident.api_version, ident.kind)
+        ns = ident.namespace if resource.namespaced else None
+        details = {"target": str(ident), "finalizer": step.finalizer}
+
+        async def apply(patch: dict[str, Any]) -> bool:
+            """True when done (patched, or the object is gone); False on 409."""
+            try:
+                await self.store.patch(
+                    resource, ident.name, patch, patch_type=PatchType.MERGE, namespace=ns
+                )
+            except NotFound:
+                return True
+            except Conflict:
+                return False
+            self.metrics.finalizers_removed += 1
+            self._action("remove_finalizer", details)
+            return True
+
+        if (
+            self.use_cache
+            and not self.dry_run
+            and node is not None
+            and not node.virtual
+            and node.uid == ident.uid
+            and node.resource_version is not None
+            and step.finalizer in node.finalizers
+        ):
+            cached = finalizers_merge_patch(node.resource_version, node.finalizers, step.finalizer)
+            if await apply(cached):
+                return
+            self.metrics.cache_fallbacks += 1
+        delay = 0.01
+        for _attempt in range(4):
+            latest = await self._get_or_none(resource, ident)
+            if latest is None or metadata_of(latest).get("uid") != ident.uid:
+                return
+            latest_patch = remove_finalizer_patch(latest, step.finalizer)
+            if latest_patch is None:
+                return
+            if self.dry_run:
+                self._action("remove_finalizer", details)
+                return
+            if await apply(latest_patch):
+                return
+            await anyio.sleep(delay * (1 + random.random() * 0.1))
+            delay *= 5
+        raise Conflict(
+            "updateMaxRetries(4) has reached. The garbage collector will retry later for "
+            f"owner {ident}"
+        )
+
+    def _action(self, what: str, details: Mapping[str, Any]) -> None:
+        """Report a write: done (after the server accepted it) or, in dry run, intended."""
+        if self.dry_run:
+            self.log.info("dry-run: would %s %s", what, details.get("target"), extra=dict(details))
+        else:
+            self.log.info("%s %s", what, details.get("target"), extra=dict(details))
+        if self.on_action is not None:
+            self.on_action(what, details)
+
+
+def node_as_object(node: Node) -> dict[str, Any]:
+    """The metadata the graph last observed for ``node``, shaped like a live read."""
+    ident = node.identity
+    meta: dict[str, Any] = {
+        "name": ident.name,
+        "uid": ident.uid,
+        "resourceVersion": node.resource_version,
+    }
+    if ident.namespace:
+        meta["namespace"] = ident.namespace
+    if node.owners:
+        meta["ownerReferences"] = [ref.to_dict() for ref in node.owners]
+    if node.finalizers:
+        meta["finalizers"] = list(node.finalizers)
+    if node.being_deleted:
+        meta["deletionTimestamp"] = "observed"
+    return {"apiVersion": ident.api_version, "kind": ident.kind, "metadata": meta}
