@@ -27,6 +27,7 @@ _SUBCOMMANDS: tuple[tuple[str, str], ...] = (
     ("ownergc._cli_preview", "add_parser"),
     ("ownergc._cli_lint", "add_parser"),
     ("ownergc._cli_graph", "add_parser"),
+    ("ownergc._cli_why", "add_parser"),
 )
 
 
