@@ -1228,9 +1228,13 @@ def _explain_deleting(w: _Walk, obj: JSONDict, depth: int) -> Reason:
             details.append(
                 "no finalizer holds it: the apiserver removes it as soon as the last one goes"
             )
+    held = len(children)
+    if depth == 0 and meta.get("ownerReferences"):
+        # Why it is being deleted may be one of its owners (a collected dependent).
+        children += [_owner_reason(w.snap, obj, v) for v in _classify_owners(w.snap, obj)]
     return Reason(
         "object.deleting",
-        f"{me}: being deleted since {since}, held by {len(children)} finalizer(s)",
+        f"{me}: being deleted since {since}, held by {held} finalizer(s)",
         me,
         tuple(details),
         steps,
