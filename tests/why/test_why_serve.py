@@ -13,6 +13,12 @@ from cli_helpers import Kubectl, Served, ownergc, wait_for
 from conftest import why, with_code
 
 
+def _configmap(kubectl: Kubectl, name: str, namespace: str) -> str:
+    """Create an empty ConfigMap; its uid."""
+    kubectl.run("create", "configmap", name, "-n", namespace)
+    return kubectl.uid("configmap", name, "-n", namespace)
+
+
 def _deleting(kubectl: Kubectl, *args: str) -> bool:
     obj = kubectl.json("get", *args)
     return bool(obj["metadata"].get("deletionTimestamp"))
@@ -70,7 +76,8 @@ metadata: {name: held, namespace: tree, finalizers: [example.com/cleanup]}
     lines = result.stdout.splitlines()
     assert lines[0].startswith("Namespace tree: being deleted since ")
     assert lines[1].startswith("└─ finalizer kubernetes (spec.finalizers): 1 object(s) remain")
-    assert any(line.strip(" │").startswith("└─ ConfigMap tree/held: being deleted") for line in lines)
+    held = [x for x in lines if "└─ ConfigMap tree/held: being deleted" in x]
+    assert held, result.stdout
     assert any("└─ finalizer example.com/cleanup: waits for its controller" in x for x in lines)
 
 
@@ -78,8 +85,7 @@ def test_foreground_owner_waiting_on_a_finalizer_held_dependent(
     kubectl: Kubectl, served: Served
 ) -> None:
     kubectl.run("create", "namespace", "fg")
-    kubectl.apply("owner.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: owner, namespace: fg}\n")
-    uid = kubectl.uid("configmap", "owner", "-n", "fg")
+    uid = _configmap(kubectl, "owner", "fg")
     kubectl.apply(
         "dep.yaml",
         f"""
@@ -210,10 +216,8 @@ metadata: {name: w1, namespace: crs, finalizers: [example.com/teardown]}
 
 def test_dependent_kept_by_a_second_solid_owner(kubectl: Kubectl, served: Served) -> None:
     kubectl.run("create", "namespace", "two")
-    for name in ("first", "second"):
-        kubectl.apply(f"{name}.yaml", f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}, namespace: two}}\n")
-    first = kubectl.uid("configmap", "first", "-n", "two")
-    second = kubectl.uid("configmap", "second", "-n", "two")
+    first = _configmap(kubectl, "first", "two")
+    second = _configmap(kubectl, "second", "two")
     kubectl.apply(
         "dep.yaml",
         f"""
@@ -229,8 +233,9 @@ metadata:
     )
     kubectl.run("delete", "configmap", "first", "-n", "two")
     wait_for(
-        lambda: len(kubectl.json("get", "cm", "dep", "-n", "two")["metadata"]["ownerReferences"])
-        == 1,
+        lambda: (
+            len(kubectl.json("get", "cm", "dep", "-n", "two")["metadata"]["ownerReferences"]) == 1
+        ),
         what="the collector to drop the dangling reference",
     )
 
@@ -247,8 +252,7 @@ metadata:
 def test_invalid_cross_namespace_reference(kubectl: Kubectl, served: Served) -> None:
     kubectl.run("create", "namespace", "here")
     kubectl.run("create", "namespace", "there")
-    kubectl.apply("o.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: boss, namespace: there}\n")
-    boss = kubectl.uid("configmap", "boss", "-n", "there")
+    boss = _configmap(kubectl, "boss", "there")
     # A finalizer keeps the dependent visible after the collector deleted it.
     kubectl.apply(
         "x.yaml",
@@ -273,7 +277,11 @@ metadata:
     )
     assert any("OwnerRefInvalidNamespace" in d for d in invalid["details"])
     assert invalid["object"] == {
-        "apiVersion": "v1", "kind": "ConfigMap", "name": "boss", "namespace": "there", "uid": boss,
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "name": "boss",
+        "namespace": "there",
+        "uid": boss,
     }
 
 
@@ -281,8 +289,7 @@ def test_cluster_scoped_dependent_of_a_namespaced_owner_is_never_collected(
     kubectl: Kubectl, served: Served
 ) -> None:
     kubectl.run("create", "namespace", "scope")
-    kubectl.apply("o.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg, namespace: scope}\n")
-    cfg = kubectl.uid("configmap", "cfg", "-n", "scope")
+    cfg = _configmap(kubectl, "cfg", "scope")
     kubectl.apply(
         "cr.yaml",
         f"""
