@@ -295,9 +295,11 @@ class Snapshot:
             for ref in meta.get("ownerReferences") or ():
                 if isinstance(ref, Mapping) and isinstance(ref.get("uid"), str):
                     self.dependents.setdefault(ref["uid"], []).append(obj)
-        if self.resources is None:
-            for (group, kind), namespaced in seen_ns.items():
-                self.kinds[(group, kind)] = _KindInfo(namespaced, kind.lower() + "s", group)
+        # Kinds that discovery does not name but objects show are served too
+        # (manifests read with the built-in kinds only); scope is inferred.
+        for (group, kind), namespaced in seen_ns.items():
+            if (group, kind) not in self.kinds:
+                self.kinds[(group, kind)] = _KindInfo(namespaced, kind.lower(), group)
 
     def kind_info(self, group: str, kind: str) -> _KindInfo | None:
         return self.kinds.get((group, kind))
@@ -310,7 +312,7 @@ class Snapshot:
             api_version, kind = str(obj_or_ref.get("apiVersion")), str(obj_or_ref.get("kind"))
         group = _group(api_version)
         info = self.kind_info(group, kind)
-        resource = info.resource if info and self.resources is not None else kind.lower()
+        resource = info.resource if info is not None else kind.lower()
         return f"{resource}.{group}" if group else resource
 
     def kubectl_target(self, obj: Mapping[str, Any]) -> str:
