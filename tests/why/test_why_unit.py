@@ -62,8 +62,9 @@ def ref(owner: dict[str, Any], *, block: bool | None = None) -> dict[str, Any]:
     return out
 
 
-def run(objects: list[dict[str, Any]], kind: str, name: str, ns: str | None = None,
-        **kw: Any) -> Explanation:
+def run(
+    objects: list[dict[str, Any]], kind: str, name: str, ns: str | None = None, **kw: Any
+) -> Explanation:
     return explain(objects, RESOURCES, kind=kind, name=name, namespace=ns, **kw)
 
 
@@ -131,7 +132,9 @@ def test_cross_namespace_owner_is_invalid() -> None:
     dep = obj("ConfigMap", "w", "here", owners=[ref(owner)])
     answer = run([owner, dep], "cm", "w", "here")
     invalid = only(answer, "owner.invalidNamespace")
-    assert invalid.summary == "owner ConfigMap boss: invalid — it lives in namespace there, not here"
+    assert (
+        invalid.summary == "owner ConfigMap boss: invalid — it lives in namespace there, not here"
+    )
     assert answer.verdict == "collectable"
 
 
@@ -187,12 +190,24 @@ def test_custom_finalizer_names_its_field_manager() -> None:
 
 
 def test_foreground_recurses_and_counts_non_blocking_dependents() -> None:
-    top = obj("Deployment", "web", api_version="apps/v1", finalizers=["foregroundDeletion"],
-              deleting=True)
-    rs = obj("ReplicaSet", "web-1", api_version="apps/v1", owners=[ref(top, block=True)],
-             finalizers=["foregroundDeletion"], deleting=True)
-    pod = obj("Pod", "web-1-a", owners=[ref(rs, block=True)], finalizers=["example.com/drain"],
-              deleting=True)
+    top = obj(
+        "Deployment", "web", api_version="apps/v1", finalizers=["foregroundDeletion"], deleting=True
+    )
+    rs = obj(
+        "ReplicaSet",
+        "web-1",
+        api_version="apps/v1",
+        owners=[ref(top, block=True)],
+        finalizers=["foregroundDeletion"],
+        deleting=True,
+    )
+    pod = obj(
+        "Pod",
+        "web-1-a",
+        owners=[ref(rs, block=True)],
+        finalizers=["example.com/drain"],
+        deleting=True,
+    )
     loose = obj("ConfigMap", "loose", owners=[ref(top)])
     answer = run([top, rs, pod, loose], "deploy", "web")
     fgs = answer.root.find("finalizer.foregroundDeletion")
@@ -222,8 +237,13 @@ def test_foreground_with_nothing_left_says_the_collector_is_not_running() -> Non
 
 def test_ownership_cycle_is_cut() -> None:
     a = obj("ConfigMap", "a", finalizers=["foregroundDeletion"], deleting=True)
-    b = obj("ConfigMap", "b", finalizers=["foregroundDeletion"], deleting=True,
-            owners=[ref(a, block=True)])
+    b = obj(
+        "ConfigMap",
+        "b",
+        finalizers=["foregroundDeletion"],
+        deleting=True,
+        owners=[ref(a, block=True)],
+    )
     a["metadata"]["ownerReferences"] = [ref(b, block=True)]
     answer = run([a, b], "cm", "a")
     assert [r.summary for r in answer.root.find("object.cycle")] == [
@@ -234,20 +254,39 @@ def test_ownership_cycle_is_cut() -> None:
 def test_depth_limit() -> None:
     chain = [obj("ConfigMap", "c0", finalizers=["foregroundDeletion"], deleting=True)]
     for i in range(1, 5):
-        chain.append(obj("ConfigMap", f"c{i}", finalizers=["foregroundDeletion"], deleting=True,
-                         owners=[ref(chain[-1], block=True)]))
+        chain.append(
+            obj(
+                "ConfigMap",
+                f"c{i}",
+                finalizers=["foregroundDeletion"],
+                deleting=True,
+                owners=[ref(chain[-1], block=True)],
+            )
+        )
     answer = run(chain, "cm", "c0", max_depth=2)
     [cut] = answer.root.find("object.depthLimit")
     assert cut.subject is not None and cut.subject.name == "c3"
 
 
 def test_pvc_protection_counts_running_pods_and_ephemeral_claims() -> None:
-    pvc = obj("PersistentVolumeClaim", "app-cache", finalizers=["kubernetes.io/pvc-protection"],
-              deleting=True)
-    running = obj("Pod", "app", spec={"volumes": [{"name": "cache", "ephemeral": {}}]},
-                  status={"phase": "Running"})
-    done = obj("Pod", "old", spec={"volumes": [{"name": "v", "persistentVolumeClaim": {
-        "claimName": "app-cache"}}]}, status={"phase": "Succeeded"})
+    pvc = obj(
+        "PersistentVolumeClaim",
+        "app-cache",
+        finalizers=["kubernetes.io/pvc-protection"],
+        deleting=True,
+    )
+    running = obj(
+        "Pod",
+        "app",
+        spec={"volumes": [{"name": "cache", "ephemeral": {}}]},
+        status={"phase": "Running"},
+    )
+    done = obj(
+        "Pod",
+        "old",
+        spec={"volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": "app-cache"}}]},
+        status={"phase": "Succeeded"},
+    )
     answer = run([pvc, running, done], "pvc", "app-cache")
     node = only(answer, "finalizer.pvcProtection")
     assert node.summary == "finalizer kubernetes.io/pvc-protection: in use by 1 pod(s)"
@@ -255,17 +294,24 @@ def test_pvc_protection_counts_running_pods_and_ephemeral_claims() -> None:
 
 
 def test_pvc_protection_without_pod_specs_says_so() -> None:
-    pvc = obj("PersistentVolumeClaim", "d", finalizers=["kubernetes.io/pvc-protection"],
-              deleting=True)
+    pvc = obj(
+        "PersistentVolumeClaim", "d", finalizers=["kubernetes.io/pvc-protection"], deleting=True
+    )
     answer = run([pvc, obj("Pod", "metadata-only")], "pvc", "d")
     node = only(answer, "finalizer.pvcProtection")
     assert "read without their spec" in node.details[1]
 
 
 def test_pv_protection_names_the_bound_claim() -> None:
-    pv = obj("PersistentVolume", "pv1", None, finalizers=["kubernetes.io/pv-protection"],
-             deleting=True, spec={"claimRef": {"namespace": "default", "name": "data"}},
-             status={"phase": "Bound"})
+    pv = obj(
+        "PersistentVolume",
+        "pv1",
+        None,
+        finalizers=["kubernetes.io/pv-protection"],
+        deleting=True,
+        spec={"claimRef": {"namespace": "default", "name": "data"}},
+        status={"phase": "Bound"},
+    )
     claim = obj("PersistentVolumeClaim", "data")
     answer = run([pv, claim], "pv", "pv1")
     node = only(answer, "finalizer.pvProtection")
@@ -275,8 +321,14 @@ def test_pv_protection_names_the_bound_claim() -> None:
 
 
 def test_pv_protection_released_volume() -> None:
-    pv = obj("PersistentVolume", "pv1", None, finalizers=["kubernetes.io/pv-protection"],
-             deleting=True, status={"phase": "Released"})
+    pv = obj(
+        "PersistentVolume",
+        "pv1",
+        None,
+        finalizers=["kubernetes.io/pv-protection"],
+        deleting=True,
+        status={"phase": "Released"},
+    )
     node = only(run([pv], "pv", "pv1"), "finalizer.pvProtection")
     assert node.summary == "finalizer kubernetes.io/pv-protection: not bound"
 
@@ -284,15 +336,31 @@ def test_pv_protection_released_volume() -> None:
 @pytest.mark.parametrize(
     ("kind", "finalizer", "code", "words"),
     [
-        ("Service", "service.kubernetes.io/load-balancer-cleanup", "finalizer.loadBalancerCleanup",
-         "cloud-controller-manager"),
+        (
+            "Service",
+            "service.kubernetes.io/load-balancer-cleanup",
+            "finalizer.loadBalancerCleanup",
+            "cloud-controller-manager",
+        ),
         ("Pod", "batch.kubernetes.io/job-tracking", "finalizer.jobTracking", "job controller"),
-        ("PersistentVolume", "kubernetes.io/pv-controller", "finalizer.pvController",
-         "persistentvolume-binder"),
-        ("PersistentVolume", "external-provisioner.volume.kubernetes.io/finalizer",
-         "finalizer.externalProvisioner", "external-provisioner"),
-        ("VolumeAttachment", "external-attacher/ebs-csi-aws-com", "finalizer.externalAttacher",
-         "ebs-csi-aws-com"),
+        (
+            "PersistentVolume",
+            "kubernetes.io/pv-controller",
+            "finalizer.pvController",
+            "persistentvolume-binder",
+        ),
+        (
+            "PersistentVolume",
+            "external-provisioner.volume.kubernetes.io/finalizer",
+            "finalizer.externalProvisioner",
+            "external-provisioner",
+        ),
+        (
+            "VolumeAttachment",
+            "external-attacher/ebs-csi-aws-com",
+            "finalizer.externalAttacher",
+            "ebs-csi-aws-com",
+        ),
     ],
 )
 def test_well_known_finalizers_name_their_controller(
@@ -300,8 +368,14 @@ def test_well_known_finalizers_name_their_controller(
 ) -> None:
     namespaced = kind in ("Service", "Pod")
     api = "storage.k8s.io/v1" if kind == "VolumeAttachment" else "v1"
-    target = obj(kind, "x", "default" if namespaced else None, api_version=api,
-                 finalizers=[finalizer], deleting=True)
+    target = obj(
+        kind,
+        "x",
+        "default" if namespaced else None,
+        api_version=api,
+        finalizers=[finalizer],
+        deleting=True,
+    )
     node = only(run([target], kind.lower(), "x"), code)
     assert words in node.details[0]
     assert node.steps and node.steps[-1].consequence
@@ -309,8 +383,14 @@ def test_well_known_finalizers_name_their_controller(
 
 def test_job_tracking_names_the_job() -> None:
     job = obj("Job", "batch-1", api_version="batch/v1")
-    pod = obj("Pod", "batch-1-x", owners=[ref(job)], finalizers=["batch.kubernetes.io/job-tracking"],
-              deleting=True, status={"phase": "Running"})
+    pod = obj(
+        "Pod",
+        "batch-1-x",
+        owners=[ref(job)],
+        finalizers=["batch.kubernetes.io/job-tracking"],
+        deleting=True,
+        status={"phase": "Running"},
+    )
     node = only(run([job, pod], "pod", "batch-1-x"), "finalizer.jobTracking")
     assert "the pod has not terminated yet" in node.details[1]
     assert node.details[2] == "owning Job: Job default/batch-1"
@@ -318,8 +398,9 @@ def test_job_tracking_names_the_job() -> None:
 
 def test_deleting_object_shows_why_its_owner_let_it_go() -> None:
     owner = obj("ConfigMap", "boss", "there")
-    dep = obj("ConfigMap", "w", "here", owners=[ref(owner)], finalizers=["example.com/x"],
-              deleting=True)
+    dep = obj(
+        "ConfigMap", "w", "here", owners=[ref(owner)], finalizers=["example.com/x"], deleting=True
+    )
     answer = run([owner, dep], "cm", "w", "here")
     assert answer.root.summary.endswith("held by 1 finalizer(s)")
     assert only(answer, "owner.invalidNamespace")
@@ -330,20 +411,40 @@ def test_graceful_pod_termination() -> None:
     pod["metadata"]["deletionGracePeriodSeconds"] = 30
     answer = run([pod], "pod", "p")
     assert "the kubelet on node-1 stops its containers (grace period 30s)" in answer.root.details[0]
-    assert answer.root.steps[0].command == "kubectl delete pods p -n default --grace-period=0 --force"
+    assert (
+        answer.root.steps[0].command == "kubectl delete pods p -n default --grace-period=0 --force"
+    )
 
 
 def test_namespace_content_by_resource() -> None:
-    ns = obj("Namespace", "shop", None, deleting=True, spec={"finalizers": ["kubernetes"]},
-             status={"phase": "Terminating", "conditions": [
-                 {"type": "NamespaceContentRemaining", "status": "True",
-                  "reason": "SomeResourcesRemain",
-                  "message": "Some resources are remaining: configmaps. has 2 resource instances"},
-                 {"type": "NamespaceDeletionContentFailure", "status": "False",
-                  "reason": "ContentDeleted", "message": "All content successfully deleted"},
-             ]})
-    held = [obj("ConfigMap", f"c{i}", "shop", finalizers=["example.com/x"], deleting=True)
-            for i in range(12)]
+    ns = obj(
+        "Namespace",
+        "shop",
+        None,
+        deleting=True,
+        spec={"finalizers": ["kubernetes"]},
+        status={
+            "phase": "Terminating",
+            "conditions": [
+                {
+                    "type": "NamespaceContentRemaining",
+                    "status": "True",
+                    "reason": "SomeResourcesRemain",
+                    "message": "Some resources are remaining: configmaps. has 2 resource instances",
+                },
+                {
+                    "type": "NamespaceDeletionContentFailure",
+                    "status": "False",
+                    "reason": "ContentDeleted",
+                    "message": "All content successfully deleted",
+                },
+            ],
+        },
+    )
+    held = [
+        obj("ConfigMap", f"c{i}", "shop", finalizers=["example.com/x"], deleting=True)
+        for i in range(12)
+    ]
     widget = obj("Widget", "w", "shop", api_version="example.com/v1")
     answer = run([ns, *held, widget], "namespace", "shop")
     contents = answer.root.find("namespace.contentRemaining")
@@ -358,23 +459,43 @@ def test_namespace_content_by_resource() -> None:
 
 def test_discovery_failures_are_named_as_a_cause() -> None:
     ns = obj("Namespace", "shop", None, deleting=True, spec={"finalizers": ["kubernetes"]})
-    answer = run([ns], "ns", "shop",
-                 discovery_failures={"metrics.k8s.io/v1beta1": "503 service unavailable"})
+    answer = run(
+        [ns], "ns", "shop", discovery_failures={"metrics.k8s.io/v1beta1": "503 service unavailable"}
+    )
     node = only(answer, "namespace.discoveryFailed")
     assert node.summary == "cause: discovery of metrics.k8s.io/v1beta1 failed"
 
 
 def test_crd_cleanup_counts_remaining_objects() -> None:
-    crd = obj("CustomResourceDefinition", "widgets.example.com", None,
-              api_version="apiextensions.k8s.io/v1",
-              finalizers=["customresourcecleanup.apiextensions.k8s.io"], deleting=True,
-              spec={"group": "example.com", "names": {"kind": "Widget", "plural": "widgets"}})
-    widgets = [obj("Widget", "a", api_version="example.com/v1"),
-               obj("Widget", "b", api_version="example.com/v1", finalizers=["x.io/y"],
-                   deleting=True)]
-    answer = explain([crd, *widgets], [*RESOURCES, APIResource(
-        "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
-        False, VERBS)], kind="crd", name="widgets.example.com")
+    crd = obj(
+        "CustomResourceDefinition",
+        "widgets.example.com",
+        None,
+        api_version="apiextensions.k8s.io/v1",
+        finalizers=["customresourcecleanup.apiextensions.k8s.io"],
+        deleting=True,
+        spec={"group": "example.com", "names": {"kind": "Widget", "plural": "widgets"}},
+    )
+    widgets = [
+        obj("Widget", "a", api_version="example.com/v1"),
+        obj("Widget", "b", api_version="example.com/v1", finalizers=["x.io/y"], deleting=True),
+    ]
+    answer = explain(
+        [crd, *widgets],
+        [
+            *RESOURCES,
+            APIResource(
+                "apiextensions.k8s.io",
+                "v1",
+                "customresourcedefinitions",
+                "CustomResourceDefinition",
+                False,
+                VERBS,
+            ),
+        ],
+        kind="crd",
+        name="widgets.example.com",
+    )
     node = only(answer, "finalizer.customResourceCleanup")
     assert node.summary == (
         "finalizer customresourcecleanup.apiextensions.k8s.io: 2 widgets.example.com remaining "
@@ -395,8 +516,10 @@ def test_absent_target_lists_its_dangling_dependents() -> None:
 
 
 def test_kind_spellings_and_groups() -> None:
-    objects = [obj("Deployment", "web", api_version="apps/v1"),
-               obj("Widget", "web", api_version="example.com/v1")]
+    objects = [
+        obj("Deployment", "web", api_version="apps/v1"),
+        obj("Widget", "web", api_version="example.com/v1"),
+    ]
     for kind in ("deploy", "deployment", "deployments", "Deployment", "deployments.apps"):
         assert run(objects, kind, "web").target.kind == "Deployment"
     assert run(objects, "widgets.example.com", "web").target.kind == "Widget"
@@ -406,8 +529,13 @@ def test_kind_spellings_and_groups() -> None:
 
 def test_render_and_json() -> None:
     owner = obj("ConfigMap", "o", finalizers=["foregroundDeletion"], deleting=True)
-    dep = obj("ConfigMap", "d", owners=[ref(owner, block=True)], finalizers=["example.com/x"],
-              deleting=True)
+    dep = obj(
+        "ConfigMap",
+        "d",
+        owners=[ref(owner, block=True)],
+        finalizers=["example.com/x"],
+        deleting=True,
+    )
     answer = run([owner, dep], "cm", "o")
     text = answer.render().splitlines()
     assert text[0] == f"ConfigMap default/o: being deleted since {DELETED}, held by 1 finalizer(s)"
