@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "cli"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # test_layers
 
 from cli_helpers import Kubectl, Served, ownergc, start_serve, stop_serve
 

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
+from test_layers import IMPURE, forbidden, imports_of
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests"))
-
-from test_layers import IMPURE, forbidden, imports_of
 
 MODULES = sorted((ROOT / "ownergc" / "why").glob("*.py"))
 
