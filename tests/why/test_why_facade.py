@@ -11,13 +11,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "cli"))
 
 from cli_helpers import Kubectl
 from conftest import why, with_code
