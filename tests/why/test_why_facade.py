@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from cli_helpers import Kubectl
 from conftest import why, with_code
 
