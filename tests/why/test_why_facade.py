@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import Kubectl
-from conftest import why, with_code
+from why_helpers import why, with_code
 
 from ownergc_backends.memory import InMemoryStore
 from ownergc_backends.memory.http import KubeAPIServer, run_in_thread

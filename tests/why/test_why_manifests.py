@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import ownergc
-from conftest import DATA, with_code
+from why_helpers import DATA, with_code
 
 REAL = Path(__file__).resolve().parent.parent / "data" / "real-apiserver-1.24" / "cluster.json"
 

@@ -10,13 +10,18 @@ from __future__ import annotations
 import json
 
 from cli_helpers import Kubectl, Served, ownergc, wait_for
-from conftest import why, with_code
+from why_helpers import why, with_code
 
 
 def _configmap(kubectl: Kubectl, name: str, namespace: str) -> str:
     """Create an empty ConfigMap; its uid."""
     kubectl.run("create", "configmap", name, "-n", namespace)
     return kubectl.uid("configmap", name, "-n", namespace)
+
+
+def _true_conditions(kubectl: Kubectl, namespace: str) -> set[str]:
+    ns = kubectl.json("get", "namespace", namespace)
+    return {c["type"] for c in ns.get("status", {}).get("conditions", []) if c["status"] == "True"}
 
 
 def _deleting(kubectl: Kubectl, *args: str) -> bool:
@@ -41,6 +46,10 @@ metadata: {name: plain, namespace: shop}
     kubectl.run("delete", "namespace", "shop", "--wait=false")
     wait_for(lambda: not kubectl.exists("configmap", "plain", "-n", "shop"), what="plain gone")
     wait_for(lambda: _deleting(kubectl, "configmap", "held", "-n", "shop"), what="held deleting")
+    wait_for(
+        lambda: "NamespaceFinalizersRemaining" in _true_conditions(kubectl, "shop"),
+        what="the namespace controller's conditions",
+    )
 
     answer = why("namespace/shop", kubeconfig=served.kubeconfig)
 
@@ -55,6 +64,18 @@ metadata: {name: plain, namespace: shop}
     [step] = held["nextSteps"]
     assert step["command"].startswith("kubectl patch configmaps held -n shop --type=json")
     assert "skips its cleanup" in step["consequence"]
+    conditions = {n["summary"]: n["details"] for n in with_code(answer, "namespace.condition")}
+    assert conditions == {
+        "condition NamespaceContentRemaining: SomeResourcesRemain": [
+            "Some resources are remaining: configmaps. has 1 resource instances",
+            "objects are still in the namespace: deleted, but not gone yet",
+        ],
+        "condition NamespaceFinalizersRemaining: SomeFinalizersRemain": [
+            "Some content in the namespace has finalizers remaining: example.com/cleanup in 1 "
+            "resource instances",
+            "objects in the namespace are held by finalizers that their controllers must remove",
+        ],
+    }
 
 
 def test_text_output_is_a_tree(kubectl: Kubectl, served: Served) -> None:
