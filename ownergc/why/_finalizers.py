@@ -378,11 +378,11 @@ def _pvc_protection(w: Walk, obj: JSONDict, depth: int) -> Reason:
     children = []
     for pod in users:
         node = w.explain(pod, depth + 1)
-        phase = (pod.get("status") or {}).get("phase") or "unknown phase"
+        phase = (pod.get("status") or {}).get("phase")
         children.append(
             Reason(
                 "pvc.usedByPod",
-                f"used by {ObjectRef.of(pod)} ({phase})",
+                f"used by {ObjectRef.of(pod)}" + (f" ({phase})" if phase else ""),
                 ObjectRef.of(pod),
                 ("the claim goes once this pod is deleted or has terminated",),
                 (

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -82,3 +86,32 @@ def test_kubectl_spellings(args: tuple[str, ...]) -> None:
     result = ownergc("why", *args, "-f", str(DATA / "aggregated-api.yaml"))
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("Namespace monitoring: being deleted since ")
+
+
+def test_as_a_kubectl_plugin(tmp_path: Path) -> None:
+    """`kubectl ownergc why ...`: kubectl runs kubectl-ownergc from PATH with the arguments.
+
+    The shim stands for the installed console script (which points at the
+    installed package) so that this checkout's code is the one run.
+    """
+    kubectl = os.environ.get("OWNERGC_KUBECTL") or shutil.which("kubectl")
+    if kubectl is None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("kubectl is required in CI (Debian package kubernetes-client)")
+        pytest.skip("no kubectl")
+    shim = tmp_path / "kubectl-ownergc"
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m ownergc "$@"\n')
+    shim.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    env["PATH"] = f"{tmp_path}:{env.get('PATH', '')}"
+    proc = subprocess.run(
+        [kubectl, "ownergc", "why", "ns/monitoring", "-f", str(DATA / "aggregated-api.yaml")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=env,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "cause: aggregated API metrics.k8s.io/v1beta1 is unavailable" in proc.stdout
