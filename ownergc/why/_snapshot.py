@@ -307,9 +307,9 @@ def owner_reason(snap: Snapshot, obj: Mapping[str, Any], v: OwnerVerdict) -> Rea
             "namespaced owner",
             None,
             (
-                "the garbage collector records a Warning event OwnerRefInvalidNamespace and "
-                "stops examining this object: it is never collected through its owners and "
-                "this reference is never removed (Kubernetes 1.20+)",
+                "the garbage collector records a Warning event OwnerRefInvalidNamespace on it "
+                "(once it has seen the owner) and stops examining it: it is never collected "
+                "through its owners and this reference is never removed (Kubernetes 1.20+)",
             ),
             (remove_ref,),
         )
