@@ -70,7 +70,9 @@ class _ContentReport:
 
     @property
     def left(self) -> int:
-        return sum(self.remaining.values()) + len(self.errors)
+        """Objects, failures and undiscoverable groups standing between the namespace
+        and its finalization (content of a group that cannot be listed may remain)."""
+        return sum(self.remaining.values()) + len(self.errors) + len(self.discovery_failures)
 
 
 def namespace_conditions(report: _ContentReport) -> list[dict[str, str]]:

@@ -13,6 +13,7 @@ from e2e_helpers import delete, exists, live, make, patch_merge
 
 from ownergc.controller._namespace import NamespaceController, _ContentReport, namespace_conditions
 from ownergc.errors import ServerError
+from ownergc.protocols import DiscoveryResult
 from ownergc_backends.memory import InMemoryStore
 
 pytestmark = pytest.mark.anyio
@@ -135,3 +136,51 @@ def test_discovery_failure_condition() -> None:
         "message": "Discovery failed for some groups, 1 failing: metrics.k8s.io/v1beta1: "
         "the server is currently unable",
     }
+
+
+class _FailingDiscovery:
+    """The store, with one aggregated group version whose discovery fails (its
+    APIService is unavailable), as kube-apiserver reports it in discovery."""
+
+    def __init__(self, store: InMemoryStore) -> None:
+        self.store = store
+        self.failing = True
+
+    async def discover(self) -> DiscoveryResult:
+        result = await self.store.discover()
+        if not self.failing:
+            return result
+        failed = {"metrics.k8s.io/v1beta1": "the server is currently unable to handle the request"}
+        return DiscoveryResult(result.resources, failed)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+
+async def test_a_discovery_failure_keeps_the_namespace_until_discovery_recovers() -> None:
+    store = InMemoryStore(terminating_namespaces=True)
+    failing = _FailingDiscovery(store)
+    ctl = NamespaceController(failing, retry_base=0.01, retry_cap=0.05)  # type: ignore[arg-type]
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(ctl.run)
+        ns = await make(store, "Namespace", "shop", namespace=None)
+        content = await make(store, "ConfigMap", "c", namespace="shop")
+        await delete(store, ns)
+        await until(
+            lambda: (
+                conditions(store, ns).get("NamespaceDeletionDiscoveryFailure", {}).get("status")
+                == "True"
+            )
+        )
+        # What could be listed was deleted; the namespace stays, as on a real cluster.
+        assert not exists(store, content)
+        await anyio.sleep(0.2)
+        assert exists(store, ns)
+        failure = conditions(store, ns)["NamespaceDeletionDiscoveryFailure"]
+        assert failure["message"] == (
+            "Discovery failed for some groups, 1 failing: metrics.k8s.io/v1beta1: the server is "
+            "currently unable to handle the request"
+        )
+        failing.failing = False
+        await until(lambda: not exists(store, ns))
+        tg.cancel_scope.cancel()
