@@ -29,6 +29,7 @@ COMMANDS: tuple[str, ...] = (
     "preview",
     "lint",
     "graph",
+    "why",
 )
 
 

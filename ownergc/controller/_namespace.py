@@ -9,25 +9,34 @@ objects held by finalizers are gone, and then removes ``kubernetes`` from
 namespace deletion never finishes, which is what envtest users hit.
 
 Like the GarbageCollector it uses only the :class:`~ownergc.protocols.ObjectStore`
-Protocol. Deviations from kube-controller-manager: no
-``NamespaceContentRemaining`` / ``NamespaceFinalizersRemaining`` status
-conditions, no graceful pod termination estimate (objects are polled with
-exponential backoff from 50 ms to 5 s), and ``spec.finalizers`` is edited
+Protocol. Like kube-controller-manager it reports each pass in the
+namespace's status conditions (``NamespaceDeletionDiscoveryFailure``,
+``NamespaceDeletionGroupVersionParsingFailure``,
+``NamespaceDeletionContentFailure``, ``NamespaceContentRemaining``,
+``NamespaceFinalizersRemaining``, with the same reasons and messages), so
+``kubectl describe namespace`` and ``ownergc why`` can say what holds it.
+Deviations: no graceful pod termination estimate (objects are polled with
+exponential backoff from 50 ms to 5 s); ``spec.finalizers`` is edited
 through a JSON patch of the namespace itself (guarded by its
-resourceVersion) rather than the ``/finalize`` subresource.
+resourceVersion) rather than the ``/finalize`` subresource, and the
+conditions through a merge patch of the namespace rather than ``/status``
+(a real apiserver ignores that one: there kube-controller-manager writes
+them).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
 
 from ownergc.controller._queue import ItemExponentialRateLimiter, WorkQueue
-from ownergc.errors import Conflict, Invalid, NotFound, ResourceExpired
+from ownergc.errors import Conflict, Invalid, NotFound, OwnerGCError, ResourceExpired
 from ownergc.protocols import (
     APIResource,
     ObjectStore,
@@ -44,6 +53,96 @@ log = logging.getLogger("ownergc.namespace")
 FINALIZER_KUBERNETES = "kubernetes"
 
 _CONTENT_VERBS = frozenset({"list", "delete"})
+
+
+@dataclass
+class _ContentReport:
+    """What one pass over a namespace's content found: the conditions' inputs."""
+
+    #: ``group/version`` -> why its discovery failed.
+    discovery_failures: dict[str, str] = field(default_factory=dict)
+    #: Errors listing or deleting, one line each.
+    errors: list[str] = field(default_factory=list)
+    #: ``resource.group`` (``configmaps.`` for the core group) -> objects left.
+    remaining: dict[str, int] = field(default_factory=dict)
+    #: finalizer -> objects left that carry it.
+    finalizers: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def left(self) -> int:
+        """Objects, failures and undiscoverable groups standing between the namespace
+        and its finalization (content of a group that cannot be listed may remain)."""
+        return sum(self.remaining.values()) + len(self.errors) + len(self.discovery_failures)
+
+
+def namespace_conditions(report: _ContentReport) -> list[dict[str, str]]:
+    """The five deletion conditions kube-controller-manager's namespace controller
+    sets, each ``True`` with the problem or ``False`` with its all-clear reason."""
+
+    def cond(
+        kind: str, bad: bool, reason: tuple[str, str], message: tuple[str, str]
+    ) -> dict[str, str]:
+        return {
+            "type": kind,
+            "status": "True" if bad else "False",
+            "reason": reason[0] if bad else reason[1],
+            "message": message[0] if bad else message[1],
+        }
+
+    failed = report.discovery_failures
+    remaining = ", ".join(
+        f"{res} has {n} resource instances" for res, n in sorted(report.remaining.items())
+    )
+    finalizers = ", ".join(
+        f"{fin} in {n} resource instances" for fin, n in sorted(report.finalizers.items())
+    )
+    return [
+        cond(
+            "NamespaceDeletionDiscoveryFailure",
+            bool(failed),
+            ("DiscoveryFailed", "ResourcesDiscovered"),
+            (
+                f"Discovery failed for some groups, {len(failed)} failing: "
+                + ", ".join(f"{gv}: {err}" for gv, err in sorted(failed.items())),
+                "All resources successfully discovered",
+            ),
+        ),
+        cond(
+            "NamespaceDeletionGroupVersionParsingFailure",
+            False,
+            ("GroupVersionParsingFailed", "ParsedGroupVersions"),
+            ("", "All legacy kube types successfully parsed"),
+        ),
+        cond(
+            "NamespaceDeletionContentFailure",
+            bool(report.errors),
+            ("ContentDeletionFailed", "ContentDeleted"),
+            (
+                f"Failed to delete all resource types, {len(report.errors)} remaining: "
+                + ", ".join(report.errors),
+                "All content successfully deleted, may be waiting on finalization",
+            ),
+        ),
+        cond(
+            "NamespaceContentRemaining",
+            bool(report.remaining),
+            ("SomeResourcesRemain", "ContentRemoved"),
+            (f"Some resources are remaining: {remaining}", "All content successfully removed"),
+        ),
+        cond(
+            "NamespaceFinalizersRemaining",
+            bool(report.finalizers),
+            ("SomeFinalizersRemain", "ContentHasNoFinalizers"),
+            (
+                f"Some content in the namespace has finalizers remaining: {finalizers}",
+                "All content-preserving finalizers finished",
+            ),
+        ),
+    ]
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class NamespaceController:
@@ -207,9 +306,10 @@ class NamespaceController:
         finalizers = list(spec.get("finalizers") or [])
         if not meta.get("deletionTimestamp") or FINALIZER_KUBERNETES not in finalizers:
             return True
-        remaining = await self._delete_content(name)
-        if remaining:
-            self.log.info("namespace %s: %d objects remaining", name, remaining)
+        report = await self._delete_content(name)
+        await self._report(resource, ns, report)
+        if report.left:
+            self.log.info("namespace %s: %d objects remaining", name, report.left)
             return False
         patch = [
             {"op": "test", "path": "/metadata/resourceVersion", "value": meta["resourceVersion"]},
@@ -229,28 +329,35 @@ class NamespaceController:
         self.finalized.append(name)
         return True
 
-    async def _delete_content(self, namespace: str) -> int:
-        """Delete every namespaced object in ``namespace``; how many are still there."""
+    async def _delete_content(self, namespace: str) -> _ContentReport:
+        """Delete every namespaced object in ``namespace``; what is still there."""
         result = await self.store.discover()
-        remaining = 0
+        report = _ContentReport(discovery_failures=dict(result.failed))
         for res in result.resources:
             if not (res.namespaced and res.preferred and "/" not in res.resource):
                 continue
             if not res.verbs >= _CONTENT_VERBS:
                 continue
+            label = f"{res.resource}.{res.group}"
             try:
                 listed = await self.store.list(res, namespace=namespace, metadata_only=True)
             except NotFound:
                 continue
+            except OwnerGCError as exc:
+                report.errors.append(f"{label}: {exc}")
+                continue
+            left = 0
             for obj in listed.items:
                 meta = obj.get("metadata") or {}
                 if meta.get("deletionTimestamp"):
-                    remaining += 1
+                    left += 1
+                    for fin in meta.get("finalizers") or ():
+                        report.finalizers[fin] = report.finalizers.get(fin, 0) + 1
                     continue
                 target = f"{res.kind} {namespace}/{meta.get('name')}"
                 self._action("delete", {"target": target, "policy": "Background"})
                 try:
-                    left = await self.store.delete(
+                    kept = await self.store.delete(
                         res,
                         meta["name"],
                         namespace=namespace,
@@ -259,10 +366,46 @@ class NamespaceController:
                     )
                 except (NotFound, Conflict):
                     continue
+                except OwnerGCError as exc:
+                    report.errors.append(f"{label}: {exc}")
+                    left += 1
+                    continue
                 self.deleted_objects += 1
-                if left is not None:
-                    remaining += 1
-        return remaining
+                if kept is not None:
+                    left += 1
+                    for fin in (kept.get("metadata") or {}).get("finalizers") or ():
+                        report.finalizers[fin] = report.finalizers.get(fin, 0) + 1
+            if left:
+                report.remaining[label] = left
+        return report
+
+    async def _report(
+        self, resource: APIResource, ns: Mapping[str, Any], report: _ContentReport
+    ) -> None:
+        """Write the pass's conditions into the namespace's status when they changed."""
+        status = ns.get("status") or {}
+        old = {c.get("type"): c for c in status.get("conditions") or () if isinstance(c, Mapping)}
+        new = namespace_conditions(report)
+        if all({k: old.get(c["type"], {}).get(k) for k in c} == c for c in new):
+            return
+        now = _now()
+        for c in new:
+            before = old.get(c["type"])
+            same = before is not None and before.get("status") == c["status"]
+            c["lastTransitionTime"] = (
+                str(before.get("lastTransitionTime")) if same and before else now
+            )
+        others = [c for t, c in old.items() if t not in {n["type"] for n in new}]
+        meta = ns.get("metadata") or {}
+        try:
+            await self.store.patch(
+                resource,
+                str(meta.get("name")),
+                {"status": {"conditions": [*new, *others]}},
+                patch_type=PatchType.MERGE,
+            )
+        except (NotFound, Conflict, Invalid):
+            return  # gone or changed meanwhile: the next pass reports again
 
     def _action(self, what: str, details: Mapping[str, Any]) -> None:
         self.log.info("%s %s", what, details.get("target"), extra=dict(details))

@@ -1,0 +1,182 @@
+"""ownergc why: say why an object is stuck deleting, or why it was not garbage-collected.
+
+  ownergc why namespace/shop --kubeconfig ~/.kube/config
+  ownergc why pvc data -n shop -f dump.yaml
+  kubectl ownergc why deploy/web -o json
+
+For an object being deleted: every finalizer it carries, who removes it and
+what it waits for (dependents in foreground deletion, the namespace's
+content and an unavailable aggregated API, the pods using a claim, ...),
+recursively. For an object that is not being deleted: each owner reference
+classified as the garbage collector does (solid, dangling, waiting, invalid)
+and whether the collector would delete it.
+
+Read-only: a live cluster is only listed (metadata only, except the kinds
+whose spec or status the answer needs). Every "next:" line is a command for
+you to run, with its consequence; ownergc never runs it. Exit status: 0 when
+explained, 1 when the object is not found, 2 when the objects could not be
+read. See docs/why.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+import anyio
+
+from ownergc._kit.backends import load_backend
+from ownergc.cli._output import emit
+from ownergc.cli._sources import (
+    Inventory,
+    SourceError,
+    add_source_arguments,
+    inventory_from_args,
+)
+from ownergc.errors import BackendUnavailable, OwnerGCError
+from ownergc.protocols import APIResource
+from ownergc.why import TargetNotResolved, explain
+
+#: Read in full from a cluster: the answer needs their spec or status.
+_FULL = frozenset(
+    {
+        ("", "namespaces"),
+        ("", "pods"),
+        ("", "persistentvolumeclaims"),
+        ("", "persistentvolumes"),
+        ("", "services"),
+        ("apiextensions.k8s.io", "customresourcedefinitions"),
+        ("apiregistration.k8s.io", "apiservices"),
+    }
+)
+_SKIPPED = frozenset({("", "events"), ("events.k8s.io", "events")})
+
+
+HELP = "why an object is stuck deleting, or why it was not garbage-collected"
+
+
+def add_parser(parser: argparse.ArgumentParser) -> None:
+    """The ``why`` command's arguments."""
+    parser.add_argument("target", metavar="KIND/NAME", help="e.g. namespace/shop, pvc/data")
+    parser.add_argument("name", nargs="?", help="NAME when KIND is given alone (kubectl style)")
+    parser.add_argument("-n", "--namespace", help="namespace of the object (default: default)")
+    add_source_arguments(parser)
+    parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    parser.add_argument(
+        "--depth", type=int, default=8, help="how deep to follow what holds what (default: 8)"
+    )
+
+
+def _split_target(args: argparse.Namespace) -> tuple[str, str]:
+    if args.name:
+        return args.target, args.name
+    kind, sep, name = args.target.partition("/")
+    if not sep or not kind or not name:
+        raise SourceError(f"give KIND/NAME or KIND NAME, got {args.target!r}")
+    return kind, name
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        kind, name = _split_target(args)
+        inv, failures = anyio.run(_read, args)
+        resources = inv.resources if inv.resources is not None else _manifest_resources(inv)
+        result = explain(
+            inv.objects,
+            resources,
+            kind=kind,
+            name=name,
+            namespace=args.namespace,
+            discovery_failures=failures,
+            max_depth=args.depth,
+        )
+    except (SourceError, OwnerGCError, TargetNotResolved) as exc:
+        print(f"ownergc why: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        return 2
+    if args.output == "json":
+        emit(json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n")
+    else:
+        emit(result.render())
+    return 1 if result.verdict == "absent" else 0
+
+
+async def _read(args: argparse.Namespace) -> tuple[Inventory, dict[str, str]]:
+    if args.filename:
+        return await inventory_from_args(args), {}
+    if not (args.kubeconfig or args.context or args.cluster):
+        return await inventory_from_args(args), {}  # raises the usage message
+    return await _read_cluster(args.kubeconfig, args.context)
+
+
+async def _read_cluster(
+    kubeconfig: str | None, context: str | None
+) -> tuple[Inventory, dict[str, str]]:
+    """Discovery and every listable object; failures are kept, as they may be the cause."""
+    try:
+        kube = load_backend("kube")
+    except BackendUnavailable as exc:
+        raise SourceError(f"reading a cluster: {exc}") from None
+    try:
+        store = await kube.KubeStore.from_config(kubeconfig, context, strip_managed_fields=False)
+    except kube.KubeConfigError as exc:
+        raise SourceError(str(exc)) from None
+    objects: list[dict[str, Any]] = []
+    failures: dict[str, str] = {}
+    async with store:
+        try:
+            discovery = await store.discover()
+        except OwnerGCError as exc:
+            raise SourceError(f"discovery failed: {exc}") from None
+        except OSError as exc:
+            raise SourceError(f"cannot reach the cluster: {exc}") from None
+        failures.update(discovery.failed)
+        resources = list(discovery.resources)
+        for res in resources:
+            if not res.preferred or "/" in res.resource or "list" not in res.verbs:
+                continue
+            if (res.group, res.resource) in _SKIPPED:
+                continue
+            full = (res.group, res.resource) in _FULL
+            try:
+                listed = await store.list(res, metadata_only=not full)
+            except OwnerGCError as exc:
+                failures[res.api_version] = f"listing {res.group_resource} failed: {exc}"
+                continue
+            for item in listed.items:
+                obj = dict(item) if full else {"metadata": item["metadata"]}
+                obj["apiVersion"], obj["kind"] = res.api_version, res.kind
+                objects.append(obj)
+    return Inventory(objects, resources=resources, origin="cluster"), failures
+
+
+def _manifest_resources(inv: Inventory) -> list[APIResource]:
+    """What a cluster would serve for these manifests: built-in kinds plus their CRDs."""
+    from ownergc._kit.manifests import is_crd
+    from ownergc_backends.memory import InMemoryStore
+
+    store = InMemoryStore()
+    for obj in inv.objects:
+        if is_crd(obj):
+            crd = {k: v for k, v in obj.items() if k != "status"}
+            meta = dict(crd.get("metadata") or {})
+            for key in ("deletionTimestamp", "deletionGracePeriodSeconds", "finalizers"):
+                meta.pop(key, None)
+            crd["metadata"] = meta
+            try:
+                store.load_objects([crd])
+            except OwnerGCError:
+                continue  # an invalid CRD serves nothing, as on a real server
+    resources = list(anyio.run(store.discover).resources)
+    resources.append(
+        APIResource(
+            "apiregistration.k8s.io",
+            "v1",
+            "apiservices",
+            "APIService",
+            False,
+            frozenset({"get", "list", "watch", "delete"}),
+        )
+    )
+    return resources
