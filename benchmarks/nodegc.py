@@ -132,7 +132,7 @@ def bench_plans(repeat: int) -> None:
 
 
 async def _cri_pass(env: object, pods: int, per_pod: int) -> None:
-    from ownergc.controller.nodegc import NodeGarbageCollector, StaticPodStateSource
+    from ownergc.controller import NodeGarbageCollector, StaticPodStateSource
     from ownergc_backends.cri import CRIRuntime
 
     async with CRIRuntime(env.endpoint, timeout=120) as rt:  # type: ignore[attr-defined]

@@ -20,7 +20,7 @@ from typing import Any
 import anyio
 
 from ownergc._kit.backends import load_class
-from ownergc.controller.nodegc import (
+from ownergc.controller import (
     ContainerGCResult,
     ImageGCResult,
     NodeGarbageCollector,

@@ -1,6 +1,9 @@
 """The anyio runtime: monitors, queues and workers that execute the core's plans.
 
 The controller depends only on :mod:`ownergc.protocols`; pass it any backend.
+Object GC: :class:`GarbageCollector` (kube-controller-manager's collector) and
+:class:`NamespaceController`; node GC: :class:`NodeGarbageCollector` (the
+kubelet's loops) with a :class:`PodStateSource`.
 """
 
 from __future__ import annotations
@@ -8,16 +11,36 @@ from __future__ import annotations
 from ownergc.controller._collector import DEFAULT_IGNORED_RESOURCES, GarbageCollector, GCMetrics
 from ownergc.controller._leader import LeaderElector, LeadershipLost
 from ownergc.controller._namespace import NamespaceController
+from ownergc.controller._node_collector import (
+    ContainerGCResult,
+    ImageGCResult,
+    NodeGarbageCollector,
+    NodeGCResult,
+)
+from ownergc.controller._node_metrics import NodeGCMetrics
+from ownergc.controller._node_pods import (
+    ObjectStorePodStateSource,
+    PodStateSource,
+    RuntimePodStateSource,
+    StaticPodStateSource,
+)
 from ownergc.controller._queue import WorkQueue
-from ownergc.controller.nodegc import NodeGarbageCollector
 
 __all__ = [
     "DEFAULT_IGNORED_RESOURCES",
+    "ContainerGCResult",
     "GCMetrics",
     "GarbageCollector",
+    "ImageGCResult",
     "LeaderElector",
     "LeadershipLost",
     "NamespaceController",
+    "NodeGCMetrics",
+    "NodeGCResult",
     "NodeGarbageCollector",
+    "ObjectStorePodStateSource",
+    "PodStateSource",
+    "RuntimePodStateSource",
+    "StaticPodStateSource",
     "WorkQueue",
 ]

@@ -16,7 +16,8 @@ import anyio
 import anyio.abc
 
 from ownergc._core.dump import graph_to_dot
-from ownergc.controller._metrics import CONTENT_TYPE, render_gc_metrics
+from ownergc._kit.prometheus import CONTENT_TYPE
+from ownergc.controller._metrics import render_gc_metrics
 
 __all__ = ["ControllerEndpoints", "Response", "serve_http"]
 

@@ -10,63 +10,24 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from ownergc._kit.prometheus import TextWriter
 from ownergc.controller._queue import FIFOQueue, Histogram, WorkQueue
 
 if TYPE_CHECKING:
     from ownergc.controller._collector import GarbageCollector
 
-__all__ = ["CONTENT_TYPE", "render_gc_metrics", "render_queue_metrics"]
-
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+__all__ = ["render_gc_metrics", "render_queue_metrics"]
 
 
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
-
-
-def _labels(labels: dict[str, str]) -> str:
-    if not labels:
-        return ""
-    return "{" + ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items()) + "}"
-
-
-def _fmt(value: float) -> str:
-    if value == int(value) and abs(value) < 1e15:
-        return str(int(value))
-    return repr(float(value))
-
-
-class _Writer:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-        self._declared: set[str] = set()
-
-    def declare(self, name: str, kind: str, help_text: str) -> None:
-        if name in self._declared:
-            return
-        self._declared.add(name)
-        self.lines.append(f"# HELP {name} {help_text}")
-        self.lines.append(f"# TYPE {name} {kind}")
-
-    def sample(self, name: str, value: float, labels: dict[str, str] | None = None) -> None:
-        self.lines.append(f"{name}{_labels(labels or {})} {_fmt(value)}")
-
-    def histogram(self, name: str, hist: Histogram, labels: dict[str, str]) -> None:
-        for bound, count in hist.cumulative():
-            self.sample(f"{name}_bucket", count, {**labels, "le": repr(bound)})
-        self.sample(f"{name}_bucket", hist.count, {**labels, "le": "+Inf"})
-        self.sample(f"{name}_sum", hist.sum, labels)
-        self.sample(f"{name}_count", hist.count, labels)
-
-    def text(self) -> str:
-        return "\n".join(self.lines) + "\n"
+def _histogram(w: TextWriter, name: str, hist: Histogram, queue: str) -> None:
+    w.histogram(name, hist.cumulative(), hist.count, hist.sum, {"name": queue})
 
 
 def render_queue_metrics(
-    queues: Iterable[WorkQueue[Any] | FIFOQueue[Any]], out: _Writer | None = None
+    queues: Iterable[WorkQueue[Any] | FIFOQueue[Any]], out: TextWriter | None = None
 ) -> str:
     """client-go workqueue metrics for ``queues``."""
-    w = out or _Writer()
+    w = out or TextWriter()
     queues = list(queues)
     specs = [
         ("workqueue_depth", "gauge", "Current depth of workqueue"),
@@ -104,20 +65,20 @@ def render_queue_metrics(
         "How long in seconds an item stays in workqueue before being requested",
     )
     for q in queues:
-        w.histogram("workqueue_queue_duration_seconds", q.metrics.queue_duration, {"name": q.name})
+        _histogram(w, "workqueue_queue_duration_seconds", q.metrics.queue_duration, q.name)
     w.declare(
         "workqueue_work_duration_seconds",
         "histogram",
         "How long in seconds processing an item from workqueue takes",
     )
     for q in queues:
-        w.histogram("workqueue_work_duration_seconds", q.metrics.work_duration, {"name": q.name})
+        _histogram(w, "workqueue_work_duration_seconds", q.metrics.work_duration, q.name)
     return w.text()
 
 
 def render_gc_metrics(gc: GarbageCollector, *, extra: dict[str, float] | None = None) -> str:
     """Everything ``/metrics`` serves for an object garbage collector."""
-    w = _Writer()
+    w = TextWriter()
     m = gc.metrics
     w.declare(
         "garbagecollector_controller_resources_sync_error_total",

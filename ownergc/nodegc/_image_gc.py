@@ -30,13 +30,14 @@ A pass, in the order of the newest kubelet:
 from __future__ import annotations
 
 import enum
-from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Collection, Generator, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from types import MappingProxyType
 
 from ownergc.nodegc._errors import (
     FreeDiskSpaceFailed,
+    ImageDeletionFailed,
     ImageGCError,
     InvalidDiskCapacity,
     InvalidPolicy,
@@ -46,16 +47,23 @@ from ownergc.nodegc._types import Container, FsStats, Image
 
 __all__ = [
     "FREE_ALL",
+    "FreeSpace",
     "FreeSpacePlan",
     "ImageCandidate",
+    "ImageGCPass",
     "ImageGCPlan",
     "ImageGCPolicy",
     "ImageGCReason",
+    "ImageGCStep",
     "ImageRecord",
     "ImageRemoval",
     "ImageUsage",
+    "ReadImageFs",
+    "RecordsDetected",
+    "RemoveImage",
     "detect_images",
     "image_eviction_candidates",
+    "image_gc_pass",
     "image_record_key",
     "image_usage",
     "images_in_use",
@@ -407,6 +415,137 @@ class ImageGCPlan:
         return bool(self.images)
 
 
+@dataclass(frozen=True, slots=True)
+class RecordsDetected:
+    """Step: the records after detection; keep them (the caller answers ``None``)."""
+
+    records: Mapping[str, ImageRecord]
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveImage:
+    """Step: remove this image now; answer ``None`` when it went, else the exception."""
+
+    removal: ImageRemoval
+
+
+@dataclass(frozen=True, slots=True)
+class ReadImageFs:
+    """Step: read the image filesystem's stats now; answer with :class:`FsStats`."""
+
+
+@dataclass(frozen=True, slots=True)
+class FreeSpace:
+    """Step: usage is at or over the high threshold; the pass now frees ``wanted`` bytes.
+
+    A notice for the caller's log (answer ``None``).
+    """
+
+    usage: ImageUsage
+    wanted: int
+
+
+ImageGCStep = RecordsDetected | RemoveImage | ReadImageFs | FreeSpace
+#: One image-GC pass as a sequence of steps: the caller executes each step and
+#: sends its outcome back; the pass returns the :class:`ImageGCPlan` it carried out.
+ImageGCPass = Generator[ImageGCStep, "BaseException | FsStats | None", ImageGCPlan]
+
+
+def _joined(errors: Iterable[BaseException]) -> str:
+    return "[" + ", ".join(str(e) for e in errors) + "]"
+
+
+def image_gc_pass(
+    images: Iterable[Image],
+    records: Mapping[str, ImageRecord],
+    in_use: Collection[str],
+    policy: ImageGCPolicy,
+    now: int,
+    *,
+    began_gc: int | None = None,
+    per_runtime_handler: bool = False,
+) -> ImageGCPass:
+    """A whole periodic image-GC pass (kubelet ``GarbageCollect``), one step at a time.
+
+    The one sequence both :func:`plan_image_gc` (which answers every removal
+    with success) and ``NodeGarbageCollector`` (which answers with what the
+    runtime did) run, so the plan and the real pass cannot drift apart. The
+    stats are read after the MaxAge removals, as the kubelet reads them; a
+    failed threshold removal re-plans from the candidates after it.
+    """
+    recs = detect_images(records, images, in_use, now, now, per_runtime_handler=per_runtime_handler)
+    frozen = MappingProxyType(recs)
+    yield RecordsDetected(frozen)
+    candidates = image_eviction_candidates(recs, in_use)
+    aged, left = plan_max_age(candidates, policy.max_age, now, began_gc=began_gc)
+    planned: list[ImageRemoval] = []
+    errors: list[BaseException] = []
+    freed = 0
+    for r in aged:
+        planned.append(r)
+        outcome = yield RemoveImage(r)
+        if isinstance(outcome, BaseException):
+            errors.append(outcome)
+        else:
+            freed += r.size
+    if errors:
+        failed = ImageDeletionFailed(
+            f"wanted to free images older than {format_duration(policy.max_age)}, "
+            f"encountered errors in image deletion: {_joined(errors)}",
+            errors,
+        )
+        return ImageGCPlan(tuple(planned), 0, freed, 0, None, failed, frozen)
+    stats = yield ReadImageFs()
+    assert isinstance(stats, FsStats), "answer ReadImageFs with FsStats"
+    try:
+        usage = image_usage(stats)
+    except InvalidDiskCapacity as exc:
+        return ImageGCPlan(tuple(planned), 0, freed, 0, None, exc, frozen)
+    if usage.usage_percent < policy.high_threshold_percent:
+        return ImageGCPlan(tuple(planned), 0, freed, 0, usage.usage_percent, None, frozen)
+    wanted = space_target(usage, policy)
+    yield FreeSpace(usage, wanted)
+    space_freed = 0
+    kept: list[str] = []
+    pending = left
+    replan = True
+    while replan:
+        plan = plan_free_space(pending, wanted - space_freed, now, policy.min_age)
+        kept.extend(plan.left_in_place)
+        replan = False
+        for r in plan.removals:
+            planned.append(r)
+            outcome = yield RemoveImage(r)
+            if not isinstance(outcome, BaseException):
+                space_freed += r.size
+                continue
+            errors.append(outcome)
+            # Re-plan from the candidates after the one that failed.
+            idx = next(i for i, c in enumerate(pending) if c.key == r.key)
+            pending = pending[idx + 1 :]
+            replan = True
+            break
+    error: ImageGCError | None = None
+    if errors:
+        error = ImageDeletionFailed(
+            f"wanted to free {wanted} bytes, but freed {space_freed} bytes space with errors "
+            f"in image deletion: {_joined(errors)}",
+            errors,
+        )
+    elif space_freed < wanted:
+        error = FreeDiskSpaceFailed(wanted, space_freed)
+    return ImageGCPlan(
+        images=tuple(planned),
+        bytes_to_free=wanted,
+        bytes_freed=freed + space_freed,
+        space_freed=space_freed,
+        usage_percent=usage.usage_percent,
+        error=error,
+        records=frozen,
+        left_in_place=tuple(kept),
+    )
+
+
 def plan_image_gc(
     fs_stats: FsStats,
     images: Iterable[Image],
@@ -418,41 +557,41 @@ def plan_image_gc(
     began_gc: int | None = None,
     per_runtime_handler: bool = False,
 ) -> ImageGCPlan:
-    """A whole periodic image-GC pass (kubelet ``GarbageCollect``), planned at once.
+    """A whole periodic image-GC pass, planned at once: :func:`image_gc_pass` run dry.
 
     ``fs_stats`` is taken as read before any removal: bytes the MaxAge pass
-    frees are credited to ``available`` before the threshold pass (the
-    kubelet reads the stats after that pass; ``NodeGarbageCollector`` does
-    too). Errors are returned in ``error``, not raised, because the MaxAge
-    removals still happen when the threshold pass fails.
+    frees are credited to ``available`` before the threshold pass (the kubelet
+    reads the stats after that pass). Errors are returned in ``error``, not
+    raised, because the MaxAge removals still happen when the threshold pass
+    fails.
     """
-    recs = detect_images(records, images, in_use, now, now, per_runtime_handler=per_runtime_handler)
-    candidates = image_eviction_candidates(recs, in_use)
-    aged, left = plan_max_age(candidates, policy.max_age, now, began_gc=began_gc)
-    age_freed = sum(r.size for r in aged)
-    frozen = MappingProxyType(recs)
-    try:
-        usage = image_usage(fs_stats)
-    except InvalidDiskCapacity as exc:
-        return ImageGCPlan(aged, 0, age_freed, 0, None, exc, frozen)
-    if aged:
-        available = min(usage.available + age_freed, usage.capacity)
-        usage = ImageUsage(usage.capacity, available, 100 - (available * 100) // usage.capacity)
-    if usage.usage_percent < policy.high_threshold_percent:
-        return ImageGCPlan(aged, 0, age_freed, 0, usage.usage_percent, None, frozen)
-    wanted = space_target(usage, policy)
-    space = plan_free_space(left, wanted, now, policy.min_age)
-    error = FreeDiskSpaceFailed(wanted, space.freed) if space.freed < wanted else None
-    return ImageGCPlan(
-        images=aged + space.removals,
-        bytes_to_free=wanted,
-        bytes_freed=age_freed + space.freed,
-        space_freed=space.freed,
-        usage_percent=usage.usage_percent,
-        error=error,
-        records=frozen,
-        left_in_place=space.left_in_place,
+    steps = image_gc_pass(
+        images,
+        records,
+        in_use,
+        policy,
+        now,
+        began_gc=began_gc,
+        per_runtime_handler=per_runtime_handler,
     )
+    freed = 0
+    answer: FsStats | None = None
+    try:
+        while True:
+            step = steps.send(answer)
+            answer = None
+            if isinstance(step, RemoveImage):
+                freed += step.removal.size
+            elif isinstance(step, ReadImageFs):
+                available = fs_stats.available_bytes
+                answer = (
+                    replace(fs_stats, available_bytes=(available or 0) + freed)
+                    if freed
+                    else fs_stats
+                )
+    except StopIteration as done:
+        result: ImageGCPlan = done.value
+        return result
 
 
 def space_target(usage: ImageUsage, policy: ImageGCPolicy) -> int:

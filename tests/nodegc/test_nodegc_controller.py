@@ -8,7 +8,7 @@ from datetime import timedelta
 import anyio
 import pytest
 
-from ownergc.controller.nodegc import (
+from ownergc.controller import (
     NodeGarbageCollector,
     ObjectStorePodStateSource,
     RuntimePodStateSource,

@@ -13,7 +13,7 @@ from datetime import timedelta
 import pytest
 from _nodegc_cri_env import BUSYBOX, EXTRA, PAUSE
 
-from ownergc.controller.nodegc import NodeGarbageCollector, StaticPodStateSource
+from ownergc.controller import NodeGarbageCollector, StaticPodStateSource
 from ownergc.errors import NotFound
 from ownergc.nodegc import (
     ContainerGCPolicy,

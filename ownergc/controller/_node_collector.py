@@ -32,14 +32,16 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import anyio
 import anyio.to_thread
 
+from ownergc.controller._node_metrics import NodeGCMetrics
+from ownergc.controller._node_pods import PodStateSource, RuntimePodStateSource
 from ownergc.errors import NotFound
 from ownergc.nodegc import (
     CONTAINER_GC_PERIOD_SECONDS,
@@ -53,340 +55,42 @@ from ownergc.nodegc import (
     ContainerGCPlan,
     ContainerGCPolicy,
     ContainerRemoval,
-    ContainerState,
-    FreeDiskSpaceFailed,
-    ImageCandidate,
+    FsStats,
     ImageDeletionFailed,
     ImageGCPlan,
     ImageGCPolicy,
     ImageRecord,
     ImageRemoval,
     PodSandbox,
-    PodStates,
-    SandboxState,
+    ReadImageFs,
+    RecordsDetected,
+    RemoveImage,
     container_id_from_legacy_log_symlink,
     dangling_symlink_removable,
     detect_images,
-    format_duration,
-    image_eviction_candidates,
-    image_usage,
+    image_gc_pass,
     images_in_use,
     legacy_log_symlink_name,
     plan_container_gc,
     plan_delete_unused_images,
-    plan_free_space,
     plan_image_gc,
-    plan_max_age,
     plan_pod_log_dir_eviction,
     plan_sandbox_eviction,
-    space_target,
 )
-from ownergc.protocols import APIResource, ContainerRuntime, ObjectStore
+from ownergc.protocols import ContainerRuntime
 
 __all__ = [
+    "Clock",
     "ContainerGCResult",
     "ImageGCResult",
-    "NodeGCMetrics",
     "NodeGCResult",
     "NodeGarbageCollector",
-    "ObjectStorePodStateSource",
-    "PodStateSource",
-    "RuntimePodStateSource",
-    "StaticPodStateSource",
 ]
 
 log = logging.getLogger("ownergc.nodegc")
 
+
 Clock = Callable[[], int]
-
-
-# --------------------------------------------------------------------------------------
-# Pod-state sources
-# --------------------------------------------------------------------------------------
-
-
-@runtime_checkable
-class PodStateSource(Protocol):
-    """Answers the kubelet's pod-worker questions for the pods on this node.
-
-    ``PodStates.synced`` doubles as ``allSourcesReady``: until the source has
-    seen every pod once, nothing is judged deleted.
-    """
-
-    async def pod_states(
-        self, sandboxes: Sequence[PodSandbox], containers: Sequence[Container]
-    ) -> PodStates: ...
-
-
-def _runtime_active(
-    sandboxes: Sequence[PodSandbox], containers: Sequence[Container]
-) -> tuple[set[str], set[str]]:
-    """(every pod UID the runtime knows, the UIDs with something still running)."""
-    seen: set[str] = set()
-    active: set[str] = set()
-    for sb in sandboxes:
-        seen.add(sb.uid)
-        if sb.state == SandboxState.READY:
-            active.add(sb.uid)
-    for c in containers:
-        seen.add(c.pod_uid)
-        if c.state in (ContainerState.RUNNING, ContainerState.UNKNOWN):
-            active.add(c.pod_uid)
-    return seen, active
-
-
-class StaticPodStateSource:
-    """Fixed answers (tests, embedding, or a caller that tracks pods itself)."""
-
-    def __init__(self, states: PodStates) -> None:
-        self.states = states
-
-    async def pod_states(
-        self, sandboxes: Sequence[PodSandbox], containers: Sequence[Container]
-    ) -> PodStates:
-        return self.states
-
-
-class RuntimePodStateSource:
-    """Pod state from the runtime alone: every pod exists, idle ones are terminated.
-
-    Without the apiserver nothing tells a deleted pod from a pod that merely
-    finished, so no pod is reported deleted and ``synced`` stays False (the
-    kubelet's "sources not ready"): per-container and per-node caps and the
-    sandbox rule (keep the newest) still apply; whole-pod cleanup and log
-    directory GC never happen.
-    """
-
-    async def pod_states(
-        self, sandboxes: Sequence[PodSandbox], containers: Sequence[Container]
-    ) -> PodStates:
-        seen, active = _runtime_active(sandboxes, containers)
-        return PodStates(terminated=frozenset(seen - active), live=frozenset(active), synced=False)
-
-
-PODS = APIResource(group="", version="v1", resource="pods", kind="Pod", namespaced=True)
-_MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
-
-
-class ObjectStorePodStateSource:
-    """Pod state from the apiserver (any :class:`~ownergc.protocols.ObjectStore`).
-
-    Approximates the kubelet's pod workers from what the API and the runtime
-    show: a pod is *terminated* when nothing of it runs any more (no READY
-    sandbox, no running container) and it is finished (phase Succeeded or
-    Failed) or being deleted; it is *deleted* when it was evicted, or is
-    being deleted and terminated. A UID the apiserver does not know is an
-    orphan and, once a list has succeeded, counts as deleted. Static pods
-    are matched through their mirror pod's ``kubernetes.io/config.mirror``.
-    If listing fails, the last good answer is reused; before the first
-    success nothing is judged deleted.
-    """
-
-    def __init__(self, store: ObjectStore, *, resource: APIResource = PODS) -> None:
-        self.store = store
-        self.resource = resource
-        self._pods: dict[str, dict[str, Any]] | None = None
-
-    async def _refresh(self) -> None:
-        try:
-            listing = await self.store.list(self.resource, metadata_only=False)
-        except Exception as exc:  # any backend failure: keep the previous view
-            log.warning("listing pods failed, reusing the last pod view: %s", exc)
-            return
-        pods: dict[str, dict[str, Any]] = {}
-        for obj in listing.items:
-            meta = obj.get("metadata") or {}
-            uid = meta.get("uid")
-            if not uid:
-                continue
-            pods[uid] = obj
-            mirror = (meta.get("annotations") or {}).get(_MIRROR_ANNOTATION)
-            if mirror:
-                pods.setdefault(mirror, obj)
-        self._pods = pods
-
-    async def pod_states(
-        self, sandboxes: Sequence[PodSandbox], containers: Sequence[Container]
-    ) -> PodStates:
-        await self._refresh()
-        seen, active = _runtime_active(sandboxes, containers)
-        if self._pods is None:
-            return PodStates(live=frozenset(seen), synced=False)
-        deleted: set[str] = set()
-        terminated: set[str] = set()
-        live: set[str] = set()
-        for uid, pod in self._pods.items():
-            meta = pod.get("metadata") or {}
-            status = pod.get("status") or {}
-            deleting = bool(meta.get("deletionTimestamp"))
-            phase = status.get("phase")
-            done = uid not in active and (deleting or phase in ("Succeeded", "Failed"))
-            evicted = phase == "Failed" and status.get("reason") == "Evicted"
-            if done:
-                terminated.add(uid)
-            if evicted or (deleting and done):
-                deleted.add(uid)
-            elif not done:
-                live.add(uid)
-        return PodStates(
-            deleted=frozenset(deleted),
-            terminated=frozenset(terminated),
-            live=frozenset(live),
-            synced=True,
-        )
-
-
-# --------------------------------------------------------------------------------------
-# Metrics
-# --------------------------------------------------------------------------------------
-
-
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
-
-
-def _fmt(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else repr(float(value))
-
-
-@dataclass
-class _Family:
-    name: str
-    kind: str  # "counter" | "gauge"
-    help: str
-    label_names: tuple[str, ...] = ()
-    values: dict[tuple[str, ...], float] = field(default_factory=dict)
-
-
-class NodeGCMetrics:
-    """In-process counters and gauges, rendered in the Prometheus text format.
-
-    ``kubelet_image_garbage_collected_total{reason}`` is the kubelet's own
-    metric; the others are ownergc's (the kubelet has no counter for
-    containers or sandboxes it removes).
-    """
-
-    def __init__(self) -> None:
-        self._families: dict[str, _Family] = {}
-        specs: list[tuple[str, str, str, tuple[str, ...]]] = [
-            (
-                "kubelet_image_garbage_collected_total",
-                "counter",
-                "Total number of images garbage collected by the kubelet, whether through disk "
-                "usage or image age.",
-                ("reason",),
-            ),
-            (
-                "ownergc_nodegc_image_bytes_freed_total",
-                "counter",
-                "Bytes of images removed, by reason.",
-                ("reason",),
-            ),
-            (
-                "ownergc_nodegc_containers_removed_total",
-                "counter",
-                "Dead containers removed, by reason.",
-                ("reason",),
-            ),
-            (
-                "ownergc_nodegc_sandboxes_removed_total",
-                "counter",
-                "Pod sandboxes removed, by reason.",
-                ("reason",),
-            ),
-            (
-                "ownergc_nodegc_pod_log_dirs_removed_total",
-                "counter",
-                "Pod log directories removed.",
-                (),
-            ),
-            (
-                "ownergc_nodegc_log_symlinks_removed_total",
-                "counter",
-                "Dangling legacy container log symlinks removed.",
-                (),
-            ),
-            (
-                "ownergc_nodegc_removal_errors_total",
-                "counter",
-                "Failed stop or remove calls, by object kind.",
-                ("kind",),
-            ),
-            (
-                "ownergc_nodegc_runs_total",
-                "counter",
-                "GC passes, by loop and result.",
-                ("loop", "result"),
-            ),
-            (
-                "ownergc_nodegc_planned_removals",
-                "gauge",
-                "Objects the last pass planned to remove (dry runs remove nothing).",
-                ("kind",),
-            ),
-            (
-                "ownergc_nodegc_last_run_duration_seconds",
-                "gauge",
-                "Wall time of the last pass, by loop.",
-                ("loop",),
-            ),
-            (
-                "ownergc_nodegc_last_run_timestamp_seconds",
-                "gauge",
-                "When the last pass of each loop finished (Unix seconds).",
-                ("loop",),
-            ),
-            (
-                "ownergc_nodegc_image_fs_usage_percent",
-                "gauge",
-                "Image filesystem usage as the image GC computes it (rounded up).",
-                (),
-            ),
-            ("ownergc_nodegc_image_fs_capacity_bytes", "gauge", "Image filesystem capacity.", ()),
-            (
-                "ownergc_nodegc_image_fs_available_bytes",
-                "gauge",
-                "Image filesystem available bytes.",
-                (),
-            ),
-        ]
-        for name, kind, text, labels in specs:
-            self._families[name] = _Family(name, kind, text, labels)
-
-    def inc(self, name: str, amount: float = 1, **labels: str) -> None:
-        fam = self._families[name]
-        key = tuple(labels[n] for n in fam.label_names)
-        fam.values[key] = fam.values.get(key, 0) + amount
-
-    def set(self, name: str, value: float, **labels: str) -> None:
-        fam = self._families[name]
-        fam.values[tuple(labels[n] for n in fam.label_names)] = value
-
-    def get(self, name: str, **labels: str) -> float:
-        """Current value (0 when never touched), for tests and callers."""
-        fam = self._families[name]
-        return fam.values.get(tuple(labels[n] for n in fam.label_names), 0)
-
-    def render(self) -> str:
-        """The Prometheus text exposition format (version 0.0.4)."""
-        lines: list[str] = []
-        for fam in self._families.values():
-            lines.append(f"# HELP {fam.name} {fam.help}")
-            lines.append(f"# TYPE {fam.name} {fam.kind}")
-            for key in sorted(fam.values):
-                if key:
-                    pairs = ",".join(
-                        f'{n}="{_escape(v)}"' for n, v in zip(fam.label_names, key, strict=True)
-                    )
-                    lines.append(f"{fam.name}{{{pairs}}} {_fmt(fam.values[key])}")
-                else:
-                    lines.append(f"{fam.name} {_fmt(fam.values[key])}")
-        return "\n".join(lines) + "\n"
-
-
-# --------------------------------------------------------------------------------------
-# Results
-# --------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -429,11 +133,6 @@ class ImageGCResult:
 class NodeGCResult:
     containers: ContainerGCResult
     images: ImageGCResult | None
-
-
-# --------------------------------------------------------------------------------------
-# The collector
-# --------------------------------------------------------------------------------------
 
 
 def _unlink_quiet(path: str) -> bool:
@@ -866,101 +565,51 @@ class NodeGarbageCollector:
                     r.size,
                 )
             return
-
-        self.image_records = detect_images(
-            self.image_records,
+        # The same pass as plan_image_gc, each step executed against the runtime.
+        steps = image_gc_pass(
             images,
+            self.image_records,
             in_use,
+            policy,
             now,
-            now,
+            began_gc=self.began_gc,
             per_runtime_handler=self.per_runtime_handler,
         )
-        candidates = image_eviction_candidates(self.image_records, in_use)
-        aged, left = plan_max_age(candidates, policy.max_age, now, began_gc=self.began_gc)
-        await self._remove_images(aged, result)
-        planned: list[ImageRemoval] = list(aged)
-        if result.removal_errors:
-            result.plan = ImageGCPlan(images=tuple(planned), records=dict(self.image_records))
-            result.error = ImageDeletionFailed(
-                f"wanted to free images older than {format_duration(policy.max_age)}, "
-                f"encountered errors in image deletion: {self._join(result)}",
-                list(result.removal_errors),
-            )
-            return
-
-        stats = await self.runtime.image_fs_stats()
-        self._observe_fs(stats.capacity_bytes, stats.available_bytes)
-        usage = image_usage(stats)  # raises InvalidDiskCapacity
-        self.metrics.set("ownergc_nodegc_image_fs_usage_percent", usage.usage_percent)
-        if usage.usage_percent < policy.high_threshold_percent:
-            result.plan = ImageGCPlan(
-                images=tuple(planned),
-                bytes_freed=result.freed_bytes,
-                usage_percent=usage.usage_percent,
-                records=dict(self.image_records),
-            )
-            return
-        wanted = space_target(usage, policy)
-        log.info(
-            "Disk usage on image filesystem is over the high threshold (%d%% >= %d%%), "
-            "trying to free %d bytes down to the low threshold (%d%%)",
-            usage.usage_percent,
-            policy.high_threshold_percent,
-            wanted,
-            policy.low_threshold_percent,
-        )
-        space_freed = await self._free_space(left, wanted, now, result, planned)
-        shortfall = None
-        if result.removal_errors:
-            result.error = ImageDeletionFailed(
-                f"wanted to free {wanted} bytes, but freed {space_freed} bytes space with errors "
-                f"in image deletion: {self._join(result)}",
-                list(result.removal_errors),
-            )
-        elif space_freed < wanted:
-            result.error = shortfall = FreeDiskSpaceFailed(wanted, space_freed)
-        result.plan = ImageGCPlan(
-            images=tuple(planned),
-            bytes_to_free=wanted,
-            bytes_freed=result.freed_bytes,
-            space_freed=space_freed,
-            usage_percent=usage.usage_percent,
-            error=shortfall,
-            records=dict(self.image_records),
-        )
-
-    async def _free_space(
-        self,
-        candidates: list[ImageCandidate],
-        wanted: int,
-        now: int,
-        result: ImageGCResult,
-        planned: list[ImageRemoval],
-    ) -> int:
-        """Execute the threshold pass; a failed removal moves on to the next candidate."""
-        freed = 0
-        pending = candidates
+        answer: BaseException | FsStats | None = None
         while True:
-            plan = plan_free_space(pending, wanted - freed, now, self.image_policy.min_age)
-            if not plan.removals:
-                return freed
-            for r in plan.removals:
-                planned.append(r)
-                if await self._remove_image(r, result):
-                    freed += r.size
-                    continue
-                # Re-plan from the candidates after the one that failed.
-                idx = next(i for i, c in enumerate(pending) if c.key == r.key)
-                pending = pending[idx + 1 :]
+            try:
+                step = steps.send(answer)
+            except StopIteration as done:
+                executed: ImageGCPlan = done.value
                 break
+            answer = None
+            if isinstance(step, RemoveImage):
+                answer = await self._remove_image(step.removal, result)
+            elif isinstance(step, ReadImageFs):
+                answer = await self.runtime.image_fs_stats()
+                self._observe_fs(answer.capacity_bytes, answer.available_bytes)
+            elif isinstance(step, RecordsDetected):
+                self.image_records = dict(step.records)
             else:
-                return freed
+                log.info(
+                    "Disk usage on image filesystem is over the high threshold (%d%% >= %d%%), "
+                    "trying to free %d bytes down to the low threshold (%d%%)",
+                    step.usage.usage_percent,
+                    policy.high_threshold_percent,
+                    step.wanted,
+                    policy.low_threshold_percent,
+                )
+        if executed.usage_percent is not None:
+            self.metrics.set("ownergc_nodegc_image_fs_usage_percent", executed.usage_percent)
+        result.plan = executed
+        result.error = executed.error
 
     async def _remove_images(self, removals: Iterable[ImageRemoval], result: ImageGCResult) -> None:
         for r in removals:
             await self._remove_image(r, result)
 
-    async def _remove_image(self, r: ImageRemoval, result: ImageGCResult) -> bool:
+    async def _remove_image(self, r: ImageRemoval, result: ImageGCResult) -> Exception | None:
+        """Remove one image; the exception if it stayed (the pass carries on)."""
         log.info("Removing image %s to free %d bytes (%s)", r.image_id, r.size, r.reason.value)
         try:
             await self.runtime.remove_image(r.image_id)
@@ -968,13 +617,13 @@ class NodeGarbageCollector:
             log.warning("failed to remove image %s: %s", r.image_id, exc)
             result.removal_errors.append(exc)
             self.metrics.inc("ownergc_nodegc_removal_errors_total", kind="image")
-            return False
+            return exc
         self.image_records.pop(r.key, None)
         result.removed.append(r.image_id)
         result.freed_bytes += r.size
         self.metrics.inc("kubelet_image_garbage_collected_total", reason=r.reason.value)
         self.metrics.inc("ownergc_nodegc_image_bytes_freed_total", r.size, reason=r.reason.value)
-        return True
+        return None
 
     def _observe_fs(self, capacity: int | None, available: int | None) -> None:
         if capacity is not None:
