@@ -1,4 +1,4 @@
-"""A tiny HTTP/1.1 server for probes, metrics and the debug graph.
+"""A tiny HTTP/1.1 server for probes, metrics and the debug graph, on the kit's wire.
 
 Operational endpoints are small GETs answered from memory, so one request
 per connection (``Connection: close``) is plenty, and no web framework is
@@ -8,28 +8,19 @@ needed: the controller keeps its dependencies to anyio alone.
 from __future__ import annotations
 
 import contextlib
-import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import anyio
 import anyio.abc
+from anyio.streams.buffered import BufferedByteReceiveStream
 
 from ownergc._core.dump import graph_to_dot
+from ownergc._kit.http import HTTPProtocolError, read_request, write_response
 from ownergc._kit.prometheus import CONTENT_TYPE
 from ownergc.controller._metrics import render_gc_metrics
 
 __all__ = ["ControllerEndpoints", "Response", "serve_http"]
-
-_REASONS = {
-    200: "OK",
-    400: "Bad Request",
-    404: "Not Found",
-    405: "Method Not Allowed",
-    500: "Internal Server Error",
-    503: "Service Unavailable",
-}
-_MAX_HEAD = 16 * 1024
 
 
 @dataclass
@@ -43,48 +34,25 @@ class Response:
 Handler = Callable[[str, str, dict[str, list[str]]], Response]
 
 
-async def _read_head(stream: anyio.abc.ByteStream) -> bytes | None:
-    data = b""
-    while b"\r\n\r\n" not in data:
-        if len(data) > _MAX_HEAD:
-            return None
-        try:
-            chunk = await stream.receive(4096)
-        except (anyio.EndOfStream, anyio.BrokenResourceError, ConnectionError):
-            return None
-        data += chunk
-    return data.split(b"\r\n\r\n", 1)[0]
-
-
 async def _handle(stream: anyio.abc.ByteStream, handler: Handler) -> None:
     async with stream:
         with anyio.move_on_after(10):
-            head = await _read_head(stream)
-            if head is None:
-                response = Response(400, b"bad request\n")
+            try:
+                request = await read_request(BufferedByteReceiveStream(stream), stream)
+            except HTTPProtocolError as exc:
+                response = Response(exc.status, f"{exc}\n".encode())
             else:
+                if request is None:
+                    return
                 try:
-                    request_line = head.split(b"\r\n", 1)[0].decode("latin-1")
-                    method, target, _version = request_line.split(" ", 2)
-                    parsed = urllib.parse.urlsplit(target)
-                    query = urllib.parse.parse_qs(parsed.query)
-                    response = handler(method, parsed.path, query)
-                except ValueError:
-                    response = Response(400, b"bad request\n")
+                    response = handler(request.method, request.path, request.query)
                 except Exception as exc:  # answer 500, keep serving
                     response = Response(500, f"internal error: {exc}\n".encode())
-            headers = {
-                "Content-Type": response.content_type,
-                "Content-Length": str(len(response.body)),
-                "Connection": "close",
-                **response.headers,
-            }
-            reason = _REASONS.get(response.status, "Unknown")
-            head_out = f"HTTP/1.1 {response.status} {reason}\r\n" + "".join(
-                f"{k}: {v}\r\n" for k, v in headers.items()
-            )
+            headers = [("Content-Type", response.content_type), *response.headers.items()]
             with contextlib.suppress(anyio.BrokenResourceError, ConnectionError):
-                await stream.send(head_out.encode("latin-1") + b"\r\n" + response.body)
+                await write_response(
+                    stream, response.status, headers, response.body, keep_alive=False
+                )
 
 
 async def serve_http(

@@ -8,7 +8,7 @@ metadata-only and Table responses, and ``metav1.Status`` errors. It exists so
 that the kube backend and the controller can be tested over real HTTP, fast
 and deterministically, and so that ``kubectl --server`` can poke at a store.
 
-The HTTP/1.1 server is hand-written on anyio (see ``_httpwire``) so that the
+The HTTP/1.1 server is hand-written on anyio (see :mod:`ownergc._kit.http`) so that the
 in-memory backend needs nothing beyond the core's dependencies; it runs under
 asyncio and trio.
 
@@ -49,6 +49,13 @@ import anyio.from_thread
 from anyio.abc import ByteStream, SocketAttribute
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from ownergc._kit.http import (
+    ChunkedWriter,
+    HTTPProtocolError,
+    Request,
+    read_request,
+    write_response,
+)
 from ownergc.errors import (
     APIError,
     BadRequest,
@@ -62,13 +69,6 @@ from ownergc.errors import (
 )
 from ownergc.protocols import APIResource, JSONDict, PatchType, Preconditions, WatchEvent
 
-from ._httpwire import (
-    ChunkedWriter,
-    HTTPProtocolError,
-    Request,
-    read_request,
-    write_response,
-)
 from .store import InMemoryStore
 
 __all__ = [

@@ -1,10 +1,10 @@
 """A minimal HTTP/1.1 server-side wire layer on anyio byte streams.
 
-Just what a Kubernetes API facade needs: request line and headers,
-``Content-Length`` and chunked request bodies, ``Expect: 100-continue``,
-keep-alive, and fixed-length or chunked (streaming) responses. No runtime
-dependency beyond anyio, so the in-memory backend stays installable with the
-core's requirements only.
+Just what the Kubernetes API facade and the controller's probe server need:
+request line and headers, ``Content-Length`` and chunked request bodies,
+``Expect: 100-continue``, keep-alive, and fixed-length or chunked (streaming)
+responses. No runtime dependency beyond anyio, so the in-memory backend stays
+installable with the core's requirements only.
 """
 
 from __future__ import annotations
