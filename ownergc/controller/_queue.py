@@ -22,13 +22,15 @@ from typing import Generic, TypeVar
 
 import anyio
 
+from ownergc._kit.ratelimit import TokenBucket
+
 __all__ = [
-    "BucketRateLimiter",
     "FIFOQueue",
     "Histogram",
     "ItemExponentialRateLimiter",
     "QueueMetrics",
     "WorkQueue",
+    "default_bucket",
 ]
 
 T = TypeVar("T", bound=Hashable)
@@ -60,31 +62,9 @@ class ItemExponentialRateLimiter(Generic[T]):
         return self._failures.get(item, 0)
 
 
-class BucketRateLimiter:
-    """A token bucket: ``qps`` tokens per second, at most ``burst`` saved up.
-
-    ``when`` reserves a token and returns how long to wait for it, like
-    golang.org/x/time/rate's Reserve().Delay().
-    """
-
-    def __init__(
-        self, qps: float = 10.0, burst: int = 100, clock: Callable[[], float] | None = None
-    ) -> None:
-        self.qps = qps
-        self.burst = burst
-        self._clock: Callable[[], float] = clock or anyio.current_time
-        self._tokens = float(burst)
-        self._last: float | None = None
-
-    def when(self) -> float:
-        now = self._clock()
-        if self._last is not None:
-            self._tokens = min(self.burst, self._tokens + (now - self._last) * self.qps)
-        self._last = now
-        self._tokens -= 1.0
-        if self._tokens >= 0:
-            return 0.0
-        return -self._tokens / self.qps
+def default_bucket(clock: Callable[[], float] | None = None) -> TokenBucket:
+    """client-go's ``DefaultControllerRateLimiter`` overall bucket: 10 qps, burst 100."""
+    return TokenBucket(10.0, 100, clock=clock)
 
 
 #: client-go's workqueue histogram buckets: 10ns .. 10s, factor 10.
@@ -136,7 +116,7 @@ class WorkQueue(Generic[T]):
         name: str,
         *,
         item_limiter: ItemExponentialRateLimiter[T] | None = None,
-        bucket: BucketRateLimiter | None = None,
+        bucket: TokenBucket | None = None,
     ) -> None:
         self.name = name
         self.metrics = QueueMetrics(name)
@@ -148,7 +128,7 @@ class WorkQueue(Generic[T]):
         self._item_limiter: ItemExponentialRateLimiter[T] = (
             item_limiter or ItemExponentialRateLimiter()
         )
-        self._bucket = bucket or BucketRateLimiter()
+        self._bucket = bucket or default_bucket()
         self._waiting: list[tuple[float, int, T]] = []
         self._counter = itertools.count()
         self._wakeup = anyio.Event()
@@ -180,7 +160,7 @@ class WorkQueue(Generic[T]):
 
     def add_rate_limited(self, item: T) -> None:
         self.metrics.retries_total += 1
-        delay = max(self._item_limiter.when(item), self._bucket.when())
+        delay = max(self._item_limiter.when(item), self._bucket.reserve())
         self.add_after(item, delay)
 
     def forget(self, item: T) -> None:

@@ -6,9 +6,9 @@ ownergc module that imports the ``kubernetes`` client (``kubernetes.aio``).
 
 from __future__ import annotations
 
+from ownergc._kit.ratelimit import TokenBucket
 from ownergc_backends.kube._config import in_cluster, kubeconfig_paths
 from ownergc_backends.kube._errors import KubeConfigError
-from ownergc_backends.kube._ratelimit import TokenBucket
 from ownergc_backends.kube._store import (
     DEFAULT_BURST,
     DEFAULT_QPS,

@@ -38,6 +38,7 @@ import aiohttp
 import anyio
 import orjson  # the kube extra's JSON decoder: the watch/list hot path decodes every body
 
+from ownergc._kit.ratelimit import TokenBucket
 from ownergc.errors import APIError, BadRequest, ResourceExpired
 from ownergc.protocols import (
     APIResource,
@@ -64,7 +65,6 @@ from ownergc_backends.kube._errors import (
     error_from_response,
     error_from_status_object,
 )
-from ownergc_backends.kube._ratelimit import TokenBucket
 
 
 def _loads(data: bytes) -> Any:

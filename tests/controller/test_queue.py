@@ -6,10 +6,10 @@ import anyio
 import pytest
 
 from ownergc.controller._queue import (
-    BucketRateLimiter,
     FIFOQueue,
     ItemExponentialRateLimiter,
     WorkQueue,
+    default_bucket,
 )
 
 pytestmark = pytest.mark.anyio
@@ -30,12 +30,12 @@ def test_per_item_backoff_doubles_from_5ms_and_caps_at_1000s() -> None:
 
 def test_token_bucket_is_10_qps_with_burst_100() -> None:
     now = [0.0]
-    bucket = BucketRateLimiter(clock=lambda: now[0])
-    assert [bucket.when() for _ in range(100)] == [0.0] * 100
-    assert bucket.when() == pytest.approx(0.1)
-    assert bucket.when() == pytest.approx(0.2)
+    bucket = default_bucket(clock=lambda: now[0])
+    assert [bucket.reserve() for _ in range(100)] == [0.0] * 100
+    assert bucket.reserve() == pytest.approx(0.1)
+    assert bucket.reserve() == pytest.approx(0.2)
     now[0] = 10.0  # refills at 10 tokens per second, up to the burst
-    assert bucket.when() == 0.0
+    assert bucket.reserve() == 0.0
 
 
 async def test_dedup_and_readd_while_processing() -> None:

@@ -1,4 +1,8 @@
-"""Client-side rate limiting: client-go's token bucket (``flowcontrol.NewTokenBucketRateLimiter``).
+"""The token bucket of client-go (``flowcontrol.NewTokenBucketRateLimiter``, ``rate.Limiter``).
+
+One implementation for the kube backend's request budget (qps/burst) and the
+work queues' overall rate limit (10 qps, burst 100, as client-go's default
+controller rate limiter).
 
 Every request (watch starts included, as in client-go) takes one token. The
 bucket holds ``burst`` tokens and refills at ``qps`` per second. Waiters
