@@ -1,8 +1,10 @@
 """ownergc: Kubernetes garbage-collection semantics, exactly, with pluggable backends.
 
-The names here are the pure core: no I/O, no clock, no tasks. The runtime
-lives in :mod:`ownergc.controller`, the backend seams in
-:mod:`ownergc.protocols`, node (kubelet) GC policies in :mod:`ownergc.nodegc`.
+The names here are the pure core: no I/O, no clock, no tasks (their homes are
+in ``ownergc/_core/``). The runtime lives in :mod:`ownergc.controller`, the
+backend seams in :mod:`ownergc.protocols`, errors in :mod:`ownergc.errors`,
+node (kubelet) GC policies in :mod:`ownergc.nodegc`, the analyses in
+:mod:`ownergc.lint` and :mod:`ownergc.why`.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from ownergc._core.decisions import (
     Patch,
     Plan,
     RemoveFinalizer,
+    Step,
     classify_references,
     decide_attempt_to_delete,
     plan_attempt_to_orphan,
@@ -49,18 +52,20 @@ from ownergc._core.patches import (
 )
 from ownergc._core.refs import (
     FINALIZER_DELETE_DEPENDENTS,
+    FINALIZER_KUBERNETES,
     FINALIZER_ORPHAN_DEPENDENTS,
     ObjectReference,
     OwnerReference,
     metadata_of,
     owner_references_of,
 )
-from ownergc._core.types import PatchType, Preconditions, PropagationPolicy
+from ownergc._core.types import JSONDict, PatchType, Preconditions, PropagationPolicy
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
     "FINALIZER_DELETE_DEPENDENTS",
+    "FINALIZER_KUBERNETES",
     "FINALIZER_ORPHAN_DEPENDENTS",
     "AbsentOwnerCache",
     "Classification",
@@ -70,6 +75,7 @@ __all__ = [
     "EnqueueVirtualDelete",
     "GraphBuilder",
     "InvalidNamespaceEvent",
+    "JSONDict",
     "NamespacedOwnerOfClusterScopedObject",
     "NeedOwners",
     "Node",
@@ -83,6 +89,7 @@ __all__ = [
     "PropagationPolicy",
     "ReferencesDiff",
     "RemoveFinalizer",
+    "Step",
     "UIDToNode",
     "__version__",
     "classify_references",

@@ -40,9 +40,9 @@ from __future__ import annotations
 import builtins
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
-from ownergc._core.types import PatchType, Preconditions, PropagationPolicy
+from ownergc._core.types import JSONDict, PatchType, Preconditions, PropagationPolicy
 from ownergc.nodegc._types import (
     Container,
     ContainerStatus,
@@ -62,8 +62,6 @@ __all__ = [
     "PropagationPolicy",
     "WatchEvent",
 ]
-
-JSONDict = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)

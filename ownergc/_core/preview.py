@@ -12,10 +12,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ownergc._core.refs import FINALIZER_DELETE_DEPENDENTS, FINALIZER_ORPHAN_DEPENDENTS
+
 __all__ = ["Outcome", "PreviewReport", "build_report", "render_text", "report_to_json"]
 
-FOREGROUND = "foregroundDeletion"
-ORPHAN = "orphan"
 
 Obj = Mapping[str, Any]
 
@@ -123,16 +123,20 @@ def _outcome(
     removed = [u for u in _owner_uids(before) if u not in _owner_uids(after)]
     out.owners_removed = removed
     if ameta.get("deletionTimestamp"):
-        custom = [f for f in out.finalizers if f not in (FOREGROUND, ORPHAN)]
+        custom = [
+            f
+            for f in out.finalizers
+            if f not in (FINALIZER_DELETE_DEPENDENTS, FINALIZER_ORPHAN_DEPENDENTS)
+        ]
         reasons = [f"finalizer {f}" for f in custom]
-        if FOREGROUND in out.finalizers:
+        if FINALIZER_DELETE_DEPENDENTS in out.finalizers:
             blocking = _blocking_dependents(uid, by_uid_after)
             if blocking:
                 reasons.append(
                     "foregroundDeletion: waiting for "
                     + ", ".join(_label(by_uid_after[b]) for b in blocking)
                 )
-        if ORPHAN in out.finalizers:
+        if FINALIZER_ORPHAN_DEPENDENTS in out.finalizers:
             reasons.append("orphan finalizer not yet processed")
         spec = after.get("spec")
         if (

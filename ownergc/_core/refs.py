@@ -16,6 +16,7 @@ from ownergc.errors import InvalidObject, InvalidOwnerReference
 
 __all__ = [
     "FINALIZER_DELETE_DEPENDENTS",
+    "FINALIZER_KUBERNETES",
     "FINALIZER_ORPHAN_DEPENDENTS",
     "ObjectReference",
     "OwnerReference",
@@ -27,6 +28,8 @@ __all__ = [
 FINALIZER_DELETE_DEPENDENTS = "foregroundDeletion"
 #: ``metav1.FinalizerOrphanDependents``: set by an Orphan delete.
 FINALIZER_ORPHAN_DEPENDENTS = "orphan"
+#: ``v1.FinalizerKubernetes``: the namespace controller's finalizer on a Namespace.
+FINALIZER_KUBERNETES = "kubernetes"
 
 _REQUIRED = ("apiVersion", "kind", "name", "uid")
 

@@ -6,7 +6,7 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["PatchType", "Preconditions", "PropagationPolicy"]
+__all__ = ["JSONDict", "PatchType", "Preconditions", "PropagationPolicy"]
 
 JSONDict = dict[str, Any]
 

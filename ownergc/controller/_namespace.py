@@ -35,6 +35,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
+from ownergc import FINALIZER_KUBERNETES
 from ownergc.controller._queue import ItemExponentialRateLimiter, WorkQueue
 from ownergc.errors import Conflict, Invalid, NotFound, OwnerGCError, ResourceExpired
 from ownergc.protocols import (
@@ -50,7 +51,6 @@ __all__ = ["FINALIZER_KUBERNETES", "NamespaceController"]
 log = logging.getLogger("ownergc.namespace")
 
 #: The ``spec.finalizers`` entry that the namespace controller owns.
-FINALIZER_KUBERNETES = "kubernetes"
 
 _CONTENT_VERBS = frozenset({"list", "delete"})
 

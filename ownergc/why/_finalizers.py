@@ -12,7 +12,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ownergc import FINALIZER_DELETE_DEPENDENTS, FINALIZER_ORPHAN_DEPENDENTS
+from ownergc import (
+    FINALIZER_DELETE_DEPENDENTS,
+    FINALIZER_ORPHAN_DEPENDENTS,
+    JSONDict,
+)
 from ownergc.why._snapshot import (
     Snapshot,
     classify_owners,
@@ -20,9 +24,8 @@ from ownergc.why._snapshot import (
     meta_of,
     ref_label,
 )
-from ownergc.why._tree import JSONDict, NextStep, ObjectRef, Reason
+from ownergc.why._tree import NextStep, ObjectRef, Reason
 
-FINALIZER_KUBERNETES = "kubernetes"
 FINALIZER_PVC_PROTECTION = "kubernetes.io/pvc-protection"
 FINALIZER_PV_PROTECTION = "kubernetes.io/pv-protection"
 FINALIZER_CRD_CLEANUP = "customresourcecleanup.apiextensions.k8s.io"

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from ownergc.why._finalizers import FINALIZER_KUBERNETES, MAX_ITEMS_SHOWN, Walk
+from ownergc import FINALIZER_KUBERNETES
+from ownergc.protocols import JSONDict
+from ownergc.why._finalizers import MAX_ITEMS_SHOWN, Walk
 from ownergc.why._snapshot import Snapshot, conditions_of, group_of, meta_of
-from ownergc.why._tree import JSONDict, NextStep, ObjectRef, Reason
+from ownergc.why._tree import NextStep, ObjectRef, Reason
 
 __all__ = ["namespace_finalizer"]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ownergc import FINALIZER_DELETE_DEPENDENTS, FINALIZER_ORPHAN_DEPENDENTS
+from ownergc import FINALIZER_DELETE_DEPENDENTS, FINALIZER_KUBERNETES, FINALIZER_ORPHAN_DEPENDENTS
+from ownergc.protocols import JSONDict
 from ownergc.why._finalizers import (
-    FINALIZER_KUBERNETES,
     Walk,
     custom_finalizer,
     explain_finalizer,
@@ -21,7 +21,7 @@ from ownergc.why._snapshot import (
     owner_reason,
     ref_label,
 )
-from ownergc.why._tree import JSONDict, NextStep, ObjectRef, Reason
+from ownergc.why._tree import NextStep, ObjectRef, Reason
 
 __all__ = ["explain_object"]
 

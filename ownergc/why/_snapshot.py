@@ -9,8 +9,8 @@ from typing import Any
 
 from ownergc import OwnerReference, classify_references
 from ownergc.errors import InvalidOwnerReference
-from ownergc.protocols import APIResource
-from ownergc.why._tree import JSONDict, NextStep, ObjectRef, Reason
+from ownergc.protocols import APIResource, JSONDict
+from ownergc.why._tree import NextStep, ObjectRef, Reason
 
 __all__ = [
     "KindInfo",

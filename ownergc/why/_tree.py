@@ -6,9 +6,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Explanation", "JSONDict", "NextStep", "ObjectRef", "Reason"]
+from ownergc.protocols import JSONDict
 
-JSONDict = dict[str, Any]
+__all__ = ["Explanation", "JSONDict", "NextStep", "ObjectRef", "Reason"]
 
 
 @dataclass(frozen=True, slots=True)
