@@ -10,11 +10,6 @@ import pytest
 from ownergc_backends.memory import InMemoryStore
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 class FakeClock:
     """A clock that only moves when told to."""
 

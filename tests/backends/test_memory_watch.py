@@ -346,7 +346,7 @@ def test_thread_safety_of_writes(clock) -> None:
     )
 
 
-@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+@pytest.mark.event_loops("asyncio", "trio")
 async def test_watch_works_under_asyncio_and_trio(clock) -> None:
     store = InMemoryStore(clock=clock)
     resource = cm(store)

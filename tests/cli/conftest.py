@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from cli_helpers import Kubectl, Served, start_serve, stop_serve
+from tests.cli.cli_helpers import Kubectl, Served, start_serve, stop_serve
 
 
 @pytest.fixture

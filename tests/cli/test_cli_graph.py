@@ -11,7 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_helpers import ownergc
+
+from tests.cli.cli_helpers import ownergc
 
 DATA = Path(__file__).parent / "data"
 DUMP = str(DATA / "shop-dump.yaml")

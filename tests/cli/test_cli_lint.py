@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cli_helpers import Kubectl, Served, ownergc
+from tests.cli.cli_helpers import Kubectl, Served, ownergc
 
 DATA = Path(__file__).parent / "data"
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from cli_helpers import ROOT, Kubectl, Served, ownergc, start_serve, stop_serve, wait_for
+
+from tests.cli.cli_helpers import ROOT, Kubectl, Served, ownergc, start_serve, stop_serve, wait_for
 
 DEPLOYMENT = """\
 apiVersion: v1

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import anyio
 import pytest
-from e2e_helpers import delete, exists, fake_ref, make, ref, running_gc, settle
 
 from ownergc.errors import Conflict, ServerError, TooManyRequests
 from ownergc_backends.memory import InMemoryStore
+from tests.e2e.e2e_helpers import delete, exists, fake_ref, make, ref, running_gc, settle
 
 pytestmark = pytest.mark.anyio
 

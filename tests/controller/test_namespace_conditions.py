@@ -9,12 +9,12 @@ from typing import Any
 
 import anyio
 import pytest
-from e2e_helpers import delete, exists, live, make, patch_merge
 
 from ownergc.controller._namespace import NamespaceController, _ContentReport, namespace_conditions
 from ownergc.errors import ServerError
 from ownergc.protocols import DiscoveryResult
 from ownergc_backends.memory import InMemoryStore
+from tests.e2e.e2e_helpers import delete, exists, live, make, patch_merge
 
 pytestmark = pytest.mark.anyio
 

@@ -7,11 +7,11 @@ import inspect
 
 import anyio
 import pytest
-from e2e_helpers import delete, exists, make, ref, running_gc, settle
 
 from ownergc.controller import DEFAULT_IGNORED_RESOURCES, GarbageCollector
 from ownergc.errors import Conflict
 from ownergc_backends.memory import InMemoryStore
+from tests.e2e.e2e_helpers import delete, exists, make, ref, running_gc, settle
 
 pytestmark = pytest.mark.anyio
 

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import pytest
-from core_factories import FG, ORPHAN, compact, ident, obj, ref, upsert
 
 from ownergc import (
     AbsentOwnerCache,
@@ -28,6 +27,7 @@ from ownergc import (
 from ownergc._core.decisions import NamespacedOwnerOfClusterScopedObject, OwnerLookup
 from ownergc._core.refs import owner_references_of
 from ownergc.errors import RESTMappingError
+from tests.core.core_factories import FG, ORPHAN, compact, ident, obj, ref, upsert
 
 
 def _never() -> bool:

@@ -10,7 +10,16 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from core_factories import (
+
+from ownergc import (
+    GraphBuilder,
+    Node,
+    ObjectReference,
+    UIDToNode,
+    starts_waiting_for_dependents_deleted,
+    starts_waiting_for_dependents_orphaned,
+)
+from tests.core.core_factories import (
     FG,
     ORPHAN,
     delete,
@@ -21,15 +30,6 @@ from core_factories import (
     uid_multiset,
     uids,
     upsert,
-)
-
-from ownergc import (
-    GraphBuilder,
-    Node,
-    ObjectReference,
-    UIDToNode,
-    starts_waiting_for_dependents_deleted,
-    starts_waiting_for_dependents_orphaned,
 )
 
 # -- §2 addUnblockedOwnersToDeleteQueue (item 21) --------------------------------

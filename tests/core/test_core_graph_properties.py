@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from core_factories import FG, ORPHAN, obj, ref, upsert
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ownergc import GraphBuilder, Node, ObjectReference, OwnerReference, references_diffs
+from tests.core.core_factories import FG, ORPHAN, obj, ref, upsert
 
 UIDS = ["a", "b", "c", "d", "e", "f"]
 NAMESPACES = [None, "ns1", "ns2"]

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from core_factories import ident, ref, uid_multiset, uids, upsert
 
 from ownergc import (
     AbsentOwnerCache,
@@ -18,6 +17,7 @@ from ownergc import (
     get_alternate_owner_identity,
     partition_dependents,
 )
+from tests.core.core_factories import ident, ref, uid_multiset, uids, upsert
 
 # -- item 35: the absent-owner cache ---------------------------------------------------------
 

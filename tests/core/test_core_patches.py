@@ -4,7 +4,6 @@ plus the orphaning plan that uses them (items 51-54)."""
 from __future__ import annotations
 
 import pytest
-from core_factories import ORPHAN, compact, obj, ref, upsert
 
 from ownergc import (
     GraphBuilder,
@@ -18,6 +17,7 @@ from ownergc import (
     unblock_owner_refs_json_merge_patch,
     unblock_owner_refs_strategic_merge_patch,
 )
+from tests.core.core_factories import ORPHAN, compact, obj, ref, upsert
 
 A = OwnerReference("v1", "ConfigMap", "a", "1", controller=True, block_owner_deletion=True)
 B = OwnerReference("v1", "ConfigMap", "b", "2", block_owner_deletion=False)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from core_factories import obj, ref
 
 from ownergc import (
     GraphBuilder,
@@ -15,6 +14,7 @@ from ownergc import (
 )
 from ownergc._core.refs import owner_references_of
 from ownergc.errors import InvalidObject, InvalidOwnerReference
+from tests.core.core_factories import obj, ref
 
 # (old, new, added, removed (a set: map order upstream), changed)
 DIFF_CASES = [

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import anyio
 import pytest
-from e2e_helpers import (
+
+from ownergc_backends.memory import InMemoryStore
+from tests.e2e.e2e_helpers import (
     delete,
     exists,
     fake_ref,
@@ -20,9 +22,7 @@ from e2e_helpers import (
     settle,
 )
 
-from ownergc_backends.memory import InMemoryStore
-
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.event_loops("asyncio", "trio")]
 
 
 @pytest.fixture

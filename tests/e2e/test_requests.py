@@ -8,11 +8,20 @@ preconditions, falling back to live reads only when a precondition fails.
 from __future__ import annotations
 
 import pytest
-from e2e_helpers import delete, exists, make, owner_uids, patch_merge, ref, running_gc, settle
 
 from ownergc_backends.memory import InMemoryStore
+from tests.e2e.e2e_helpers import (
+    delete,
+    exists,
+    make,
+    owner_uids,
+    patch_merge,
+    ref,
+    running_gc,
+    settle,
+)
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.event_loops("asyncio", "trio")]
 
 
 async def test_background_fan_out_costs_one_delete_per_dependent() -> None:

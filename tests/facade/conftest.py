@@ -8,19 +8,15 @@ use ``serve_in_background`` in the test's own loop instead.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from facade_helpers import Kubectl, find_kubectl
-
 from ownergc_backends.memory import InMemoryStore
 from ownergc_backends.memory.http import KubeAPIServer, run_in_thread
+from tests.facade.facade_helpers import Kubectl, find_kubectl
 
 
 @pytest.fixture

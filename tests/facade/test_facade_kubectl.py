@@ -12,11 +12,11 @@ from typing import Any
 
 import anyio
 import pytest
-from facade_helpers import Kubectl, configmap, request
 
 from ownergc.controller import GarbageCollector
 from ownergc_backends.memory import InMemoryStore
 from ownergc_backends.memory.http import KubeAPIServer
+from tests.facade.facade_helpers import Kubectl, configmap, request
 
 MANIFESTS = """\
 apiVersion: v1

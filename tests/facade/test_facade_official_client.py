@@ -7,11 +7,11 @@ import time
 from typing import Any
 
 import pytest
-from facade_helpers import PARTIAL, PARTIAL_LIST
 
 from ownergc.protocols import PropagationPolicy
 from ownergc_backends.memory import InMemoryStore
 from ownergc_backends.memory.http import KubeAPIServer, serve_in_background
+from tests.facade.facade_helpers import PARTIAL, PARTIAL_LIST
 
 kubernetes = pytest.importorskip("kubernetes")
 from kubernetes import client as k8s  # noqa: E402

@@ -6,10 +6,10 @@ import socket
 from urllib.parse import urlsplit
 
 import pytest
-from facade_helpers import PARTIAL, PARTIAL_LIST, configmap, connect, request
 
 from ownergc_backends.memory import InMemoryStore
 from ownergc_backends.memory.http import KubeAPIServer, negotiate
+from tests.facade.facade_helpers import PARTIAL, PARTIAL_LIST, configmap, connect, request
 
 
 def raw_exchange(server: KubeAPIServer, data: bytes) -> bytes:

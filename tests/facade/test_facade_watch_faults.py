@@ -12,10 +12,10 @@ from typing import Any
 
 import anyio
 import pytest
-from facade_helpers import PARTIAL, configmap, connect, request
 
 from ownergc_backends.memory import InMemoryStore
 from ownergc_backends.memory.http import KubeAPIServer, serve_in_background
+from tests.facade.facade_helpers import PARTIAL, configmap, connect, request
 
 BASE = "/api/v1/namespaces/default/configmaps"
 

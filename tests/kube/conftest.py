@@ -10,15 +10,10 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import sys
 from pathlib import Path
-
-import pytest
 
 HERE = Path(__file__).parent
 # The cascade scenarios and their helpers live beside the in-memory e2e tests.
-sys.path.insert(0, str(HERE.parent / "e2e"))
-sys.path.insert(0, str(HERE))
 
 if importlib.util.find_spec("kubernetes") is None:  # pragma: no cover - environment
     if os.environ.get("CI", "").lower() == "true":
@@ -26,6 +21,3 @@ if importlib.util.find_spec("kubernetes") is None:  # pragma: no cover - environ
     collect_ignore_glob = ["test_*.py"]
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"

@@ -42,7 +42,7 @@ async def gc_over_http(
     store: InMemoryStore, *, kube_options: dict[str, Any] | None = None, **gc_kwargs: Any
 ) -> AsyncIterator[GarbageCollector]:
     """``running_gc`` of the e2e suite, but the collector talks HTTP to ``store``."""
-    from e2e_helpers import running_gc
+    from tests.e2e.e2e_helpers import running_gc
 
     async with (
         served(store) as server,

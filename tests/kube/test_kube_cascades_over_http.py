@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-import test_cascades as _scenarios
-from kube_helpers import gc_over_http, settle_over_http
 
+import tests.e2e.test_cascades as _scenarios
 from ownergc_backends.memory import InMemoryStore
+from tests.kube.kube_helpers import gc_over_http, settle_over_http
 
 pytestmark = pytest.mark.anyio
 

@@ -15,12 +15,12 @@ from typing import Any
 
 import anyio
 import pytest
-from e2e_helpers import delete, exists, make, owner_uids, ref, running_gc
-from kube_helpers import kube_store_for, served, settle_over_http
 
 from ownergc.controller import GarbageCollector
 from ownergc_backends.memory import InMemoryStore
 from ownergc_backends.memory.http import KubeAPIServer
+from tests.e2e.e2e_helpers import delete, exists, make, owner_uids, ref, running_gc
+from tests.kube.kube_helpers import kube_store_for, served, settle_over_http
 
 pytestmark = pytest.mark.anyio
 

@@ -13,7 +13,6 @@ from typing import Any
 
 import anyio
 import pytest
-from kube_helpers import kube_store_for, served
 
 from ownergc.errors import (
     AlreadyExists,
@@ -30,6 +29,7 @@ from ownergc.protocols import ObjectStore, PatchType, Preconditions, Propagation
 from ownergc_backends.kube import KubeStore, TokenBucket
 from ownergc_backends.memory import InMemoryStore
 from ownergc_backends.memory.http import KubeAPIServer
+from tests.kube.kube_helpers import kube_store_for, served
 
 pytestmark = pytest.mark.anyio
 

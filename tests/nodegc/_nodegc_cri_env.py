@@ -21,7 +21,8 @@ from pathlib import Path
 
 import anyio
 import anyio.to_thread
-from _nodegc_oci import build_image
+
+from tests.nodegc._nodegc_oci import build_image
 
 CONFIG = """\
 version = 2

@@ -10,22 +10,16 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from _nodegc_cri_env import CRIEnv, missing_tools, new_base
+from tests.nodegc._nodegc_cri_env import CRIEnv, missing_tools, new_base
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def _unavailable(reason: str) -> None:

@@ -109,9 +109,8 @@ def test_main_cli_wires_node(capsys):
 
 @pytest.mark.cri
 def test_once_against_containerd(containerd, capsys):
-    from _nodegc_cri_env import EXTRA, PAUSE, run_in_fresh_loop
-
     from ownergc_backends.cri import CRIRuntime
+    from tests.nodegc._nodegc_cri_env import EXTRA, PAUSE, run_in_fresh_loop
 
     async def setup():
         async with CRIRuntime(containerd.endpoint) as rt:

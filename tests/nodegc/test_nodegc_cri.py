@@ -11,7 +11,6 @@ import os
 from datetime import timedelta
 
 import pytest
-from _nodegc_cri_env import BUSYBOX, EXTRA, PAUSE
 
 from ownergc.controller import NodeGarbageCollector, StaticPodStateSource
 from ownergc.errors import NotFound
@@ -24,6 +23,7 @@ from ownergc.nodegc import (
     SandboxState,
     legacy_log_symlink_name,
 )
+from tests.nodegc._nodegc_cri_env import BUSYBOX, EXTRA, PAUSE
 
 pytestmark = [pytest.mark.anyio, pytest.mark.cri]
 

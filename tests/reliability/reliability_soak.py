@@ -23,14 +23,9 @@ import argparse
 import json
 import os
 import random
-import sys
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).parent))
-sys.path.insert(0, str(Path(__file__).parent.parent / "e2e"))
-
-from test_reliability_properties import NAMESPACES, POLICIES, PROFILES, GCMachine
+from tests.reliability.test_reliability_properties import NAMESPACES, POLICIES, PROFILES, GCMachine
 
 KINDS = ["ConfigMap", "ConfigMap", "Secret", "ClusterRole"]
 

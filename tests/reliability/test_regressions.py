@@ -9,10 +9,10 @@ from typing import Any
 
 import anyio
 import pytest
-from e2e_helpers import delete, exists, make, owner_uids, ref, running_gc, settle
-from reliability_harness import Audit, expected_state, state_diff
 
 from ownergc_backends.memory import InMemoryStore
+from tests.e2e.e2e_helpers import delete, exists, make, owner_uids, ref, running_gc, settle
+from tests.reliability.reliability_harness import Audit, expected_state, state_diff
 
 pytestmark = pytest.mark.anyio
 

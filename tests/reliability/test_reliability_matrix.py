@@ -21,8 +21,12 @@ from typing import Any
 
 import anyio
 import pytest
-from e2e_helpers import make, ref
-from reliability_harness import (
+
+from ownergc.controller import GarbageCollector
+from ownergc.testing.faults import FaultRates, FaultyStore
+from ownergc_backends.memory import InMemoryStore
+from tests.e2e.e2e_helpers import make, ref
+from tests.reliability.reliability_harness import (
     Audit,
     AuditedStore,
     GCRunner,
@@ -32,10 +36,6 @@ from reliability_harness import (
     report_line,
     state_diff,
 )
-
-from ownergc.controller import GarbageCollector
-from ownergc.testing.faults import FaultRates, FaultyStore
-from ownergc_backends.memory import InMemoryStore
 
 pytestmark = pytest.mark.anyio
 
@@ -79,7 +79,7 @@ async def gc_store(backend: str, store: InMemoryStore, audit: Audit) -> AsyncIte
     if backend == "memory":
         yield AuditedStore(audit, "gc")
         return
-    from kube_helpers import kube_store_for, served
+    from tests.kube.kube_helpers import kube_store_for, served
 
     async with served(store) as server, kube_store_for(server) as kube:
         yield kube

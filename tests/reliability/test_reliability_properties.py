@@ -40,19 +40,19 @@ from hypothesis.stateful import (
     precondition,
     rule,
 )
-from reliability_harness import (
-    Audit,
-    AuditedStore,
-    GCRunner,
-    converge,
-    report_line,
-)
 
 from ownergc.controller import GarbageCollector
 from ownergc.errors import APIError
 from ownergc.protocols import PatchType
 from ownergc.testing.faults import FaultRates, FaultyStore
 from ownergc_backends.memory import InMemoryStore
+from tests.reliability.reliability_harness import (
+    Audit,
+    AuditedStore,
+    GCRunner,
+    converge,
+    report_line,
+)
 
 HOLD = "test.ownergc.io/hold"
 NAMESPACES = ("default", "other")

@@ -23,12 +23,12 @@ from typing import Any
 
 import anyio
 import pytest
-from e2e_helpers import make, ref
-from reliability_harness import Audit, AuditedStore
 
 from ownergc.controller import GarbageCollector
 from ownergc.protocols import APIResource, ObjectList
 from ownergc_backends.memory import InMemoryStore
+from tests.e2e.e2e_helpers import make, ref
+from tests.reliability.reliability_harness import Audit, AuditedStore
 
 pytestmark = pytest.mark.anyio
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from reliability_soak import soak_run
-from test_reliability_properties import PROFILES
+
+from tests.reliability.reliability_soak import soak_run
+from tests.reliability.test_reliability_properties import PROFILES
 
 
 @pytest.mark.parametrize("profile", sorted(PROFILES))

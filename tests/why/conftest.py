@@ -4,17 +4,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "cli"))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # test_layers
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # why_helpers
-
-from cli_helpers import Kubectl, Served, start_serve, stop_serve
+from tests.cli.cli_helpers import Kubectl, Served, start_serve, stop_serve
 
 
 def _kubectl_binary() -> str:

@@ -15,11 +15,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_helpers import Kubectl
-from why_helpers import why, with_code
 
 from ownergc_backends.memory import InMemoryStore
 from ownergc_backends.memory.http import KubeAPIServer, run_in_thread
+from tests.cli.cli_helpers import Kubectl
+from tests.why.why_helpers import why, with_code
 
 
 @pytest.fixture

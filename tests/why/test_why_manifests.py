@@ -10,8 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli_helpers import ownergc
-from why_helpers import DATA, with_code
+
+from tests.cli.cli_helpers import ownergc
+from tests.why.why_helpers import DATA, with_code
 
 REAL = Path(__file__).resolve().parent.parent / "data" / "real-apiserver-1.24" / "cluster.json"
 

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_helpers import ownergc
 
 from ownergc.errors import OwnerGCError
 from ownergc_backends.memory import InMemoryStore
 from ownergc_backends.memory.http import run_in_thread
+from tests.cli.cli_helpers import ownergc
 
 REAL = Path(__file__).resolve().parent.parent / "data" / "real-apiserver-1.24"
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 
-from cli_helpers import Kubectl, Served, ownergc, wait_for
-from why_helpers import why, with_code
+from tests.cli.cli_helpers import Kubectl, Served, ownergc, wait_for
+from tests.why.why_helpers import why, with_code
 
 
 def _configmap(kubectl: Kubectl, name: str, namespace: str) -> str:

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from cli_helpers import ownergc
+from tests.cli.cli_helpers import ownergc
 
 DATA = Path(__file__).parent / "data"
 
