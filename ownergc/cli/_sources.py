@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ownergc._kit.backends import load_backend
 from ownergc._kit.manifests import ManifestError, read_manifests
+from ownergc.controller import is_monitored
 from ownergc.errors import BackendUnavailable, OwnerGCError
 from ownergc.protocols import APIResource
 
@@ -28,9 +29,6 @@ __all__ = [
     "load_into_store",
     "object_label",
 ]
-
-#: Never listed from a cluster: high volume, never owners, ignored by the GC.
-_SKIPPED = frozenset({("", "events"), ("events.k8s.io", "events")})
 
 
 class SourceError(OwnerGCError):
@@ -137,9 +135,10 @@ async def inventory_from_cluster(kubeconfig: str | None, context: str | None) ->
             raise SourceError(f"cannot reach the cluster: {exc}") from None
         resources = list(discovery.resources)
         for res in resources:
-            if not res.preferred or "/" in res.resource or "list" not in res.verbs:
-                continue
-            if (res.group, res.resource) in _SKIPPED:
+            # What kube-controller-manager's GC reads: deletable resources only
+            # (ComponentStatuses, for one, are listable but not deletable and
+            # carry no uid), events left out.
+            if not is_monitored(res):
                 continue
             try:
                 listed = await store.list(res, metadata_only=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ownergc.controller._collector import DEFAULT_IGNORED_RESOURCES, GarbageCollector, GCMetrics
 from ownergc.controller._leader import LeaderElector, LeadershipLost
+from ownergc.controller._monitors import is_monitored
 from ownergc.controller._namespace import NamespaceController
 from ownergc.controller._node_collector import (
     ContainerGCResult,
@@ -43,4 +44,5 @@ __all__ = [
     "RuntimePodStateSource",
     "StaticPodStateSource",
     "WorkQueue",
+    "is_monitored",
 ]

@@ -36,6 +36,7 @@ __all__ = [
     "ObjectDeleted",
     "RESTMapper",
     "VirtualDeleted",
+    "is_monitored",
 ]
 
 #: kube-controller-manager's default ``GCIgnoredResources`` (1.25+): events.
@@ -44,6 +45,19 @@ DEFAULT_IGNORED_RESOURCES: frozenset[tuple[str, str]] = frozenset(
 )
 
 _DELETABLE_VERBS = frozenset({"delete", "list", "watch"})
+
+
+def is_monitored(
+    res: APIResource, ignored: frozenset[tuple[str, str]] = DEFAULT_IGNORED_RESOURCES
+) -> bool:
+    """Whether the GC watches ``res``: upstream's deletable resources (list, watch and
+    delete), preferred versions only, no subresources, minus the ignored ones."""
+    return (
+        res.preferred
+        and "/" not in res.resource
+        and res.verbs >= _DELETABLE_VERBS
+        and (res.group, res.resource) not in ignored
+    )
 
 
 @dataclass
@@ -180,14 +194,7 @@ class Monitors:
         for res in resources:
             if res.group == "" and res.resource == "events" and res.version == "v1":
                 self._events_resource = res
-        deletable = {
-            res
-            for res in resources
-            if res.preferred
-            and "/" not in res.resource
-            and res.verbs >= _DELETABLE_VERBS
-            and (res.group, res.resource) not in self.ignored_resources
-        }
+        deletable = {res for res in resources if is_monitored(res, self.ignored_resources)}
         if not deletable:
             self.metrics.resources_sync_errors += 1
             self.log.warning("no deletable resources discovered; skipping monitor sync")
