@@ -286,16 +286,12 @@ def decide_attempt_to_delete(
     node: Node,
     latest: Mapping[str, Any] | None,
     owners: OwnerLookupResults | None = None,
-    *,
-    fetched: bool = True,
 ) -> Plan | NeedOwners:
     """attemptToDeleteItem for ``node`` given its latest state.
 
     Call once with ``latest`` (the live object, ``None`` for 404) and no
     ``owners``: the answer is a plan, or :class:`NeedOwners` naming the refs
-    to look up; then call again with ``owners`` filled in. ``fetched=False``
-    says ``latest`` was not read from the server (the pre-check for
-    already-deleting items needs no read at all).
+    to look up; then call again with ``owners`` filled in.
     """
     if node.being_deleted and not node.deleting_dependents:
         return _plan(Done("item is being deleted; its dependents are handled once it is gone"))
@@ -305,7 +301,7 @@ def decide_attempt_to_delete(
     if meta.get("uid") != node.uid:
         return _plan(EnqueueVirtualDelete(node.identity))
     if node.deleting_dependents:
-        return plan_deleting_dependents(node, latest)
+        return plan_deleting_dependents(node)
     refs = owner_references_of(latest)
     if not refs:
         return Plan((Done("item has no owner references"),), requeue=node.virtual)
@@ -372,7 +368,7 @@ def _decide_with_classification(node: Node, latest: Mapping[str, Any], c: Classi
     )
 
 
-def plan_deleting_dependents(node: Node, latest: Mapping[str, Any] | None = None) -> Plan:
+def plan_deleting_dependents(node: Node) -> Plan:
     """processDeletingDependentsItem: release the owner, or push its blockers along."""
     blocking = node.blocking_dependents()
     if not blocking:
