@@ -26,6 +26,7 @@ happens.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import glob
 import logging
@@ -141,6 +142,12 @@ def _unlink_quiet(path: str) -> bool:
     except FileNotFoundError:
         return False
     return True
+
+
+def _rmtree_quiet(path: Path) -> None:
+    """Remove a directory tree; one already gone is success."""
+    with contextlib.suppress(FileNotFoundError):
+        shutil.rmtree(path)
 
 
 def _remove_log_files(log_path: str) -> list[str]:
@@ -340,17 +347,14 @@ class NodeGarbageCollector:
             for s in plan_sandbox_eviction(
                 sandboxes, containers, pods, evict_terminated_pods=evict
             ):
-                try:
-                    await self.runtime.stop_pod_sandbox(s.id)
-                except NotFound:
-                    continue  # already gone
-                except Exception as exc:
-                    self._removal_failed(result, "sandbox", f"stop sandbox {s.id}", exc)
+                stop, remove = self.runtime.stop_pod_sandbox, self.runtime.remove_pod_sandbox
+                if not (await self._step(result, "sandbox", f"stop sandbox {s.id}", stop, s.id))[0]:
                     continue
-                try:
-                    await self.runtime.remove_pod_sandbox(s.id)
-                except Exception as exc:
-                    self._removal_failed(result, "sandbox", f"remove sandbox {s.id}", exc)
+                if not (
+                    await self._step(
+                        result, "sandbox", f"remove sandbox {s.id}", remove, s.id, gone=False
+                    )
+                )[0]:
                     continue
                 result.removed_sandboxes.append(s.id)
                 m.inc("ownergc_nodegc_sandboxes_removed_total", reason=s.reason.value)
@@ -359,12 +363,16 @@ class NodeGarbageCollector:
         if self.pod_logs_dir is not None:
             for entry in plan_pod_log_dir_eviction(entries, pods, all_sources_ready=ready):
                 path = self.pod_logs_dir / entry
-                try:
-                    await anyio.to_thread.run_sync(shutil.rmtree, path)
-                except FileNotFoundError:
-                    pass
-                except OSError as exc:
-                    self._removal_failed(result, "pod_log_dir", f"remove {path}", exc)
+                removed, _ = await self._step(
+                    result,
+                    "pod_log_dir",
+                    f"remove {path}",
+                    anyio.to_thread.run_sync,
+                    _rmtree_quiet,
+                    path,
+                    errors=OSError,
+                )
+                if not removed:
                     continue
                 result.removed_pod_log_dirs.append(str(path))
                 m.inc("ownergc_nodegc_pod_log_dirs_removed_total")
@@ -383,44 +391,79 @@ class NodeGarbageCollector:
             result.errors.append(err)
             return []
 
-    def _removal_failed(
-        self, result: ContainerGCResult, kind: str, what: str, exc: BaseException
-    ) -> None:
-        log.warning("failed to %s: %s", what, exc)
-        result.removal_errors.append(exc)
+    async def _step(
+        self,
+        result: ContainerGCResult,
+        kind: str,
+        what: str,
+        call: Callable[..., Awaitable[Any]],
+        *args: Any,
+        gone: bool = True,
+        errors: type[BaseException] | tuple[type[BaseException], ...] = Exception,
+    ) -> tuple[bool, Any]:
+        """One runtime call of a removal: ``(True, its value)``, or ``(False, None)``.
+
+        A failure is logged and counted, and the removal stops there (the next
+        pass retries); with ``gone``, NotFound means the object is already
+        gone, which stops the removal without counting a failure.
+        """
+        try:
+            return True, await call(*args)
+        except NotFound as exc:
+            if gone:
+                return False, None
+            failure: BaseException = exc
+        except errors as exc:
+            failure = exc
+        log.warning("failed to %s: %s", what, failure)
+        result.removal_errors.append(failure)
         self.metrics.inc("ownergc_nodegc_removal_errors_total", kind=kind)
+        return False, None
 
     async def _remove_container(
         self, r: ContainerRemoval, c: Container, result: ContainerGCResult
     ) -> None:
+        runtime, cid = self.runtime, r.id
         if r.stop_first:
-            try:
-                await self.runtime.stop_container(r.id, r.stop_timeout)
-            except NotFound:
-                return  # already gone
-            except Exception as exc:
-                self._removal_failed(result, "container", f"stop container {r.id}", exc)
+            stopped, _ = await self._step(
+                result,
+                "container",
+                f"stop container {cid}",
+                runtime.stop_container,
+                cid,
+                r.stop_timeout,
+            )
+            if not stopped:
                 return
         # Like the kubelet: learn the log path first; if that fails the
         # container is left alone.
-        try:
-            status = await self.runtime.container_status(r.id)
-        except NotFound:
+        known, status = await self._step(
+            result, "container", f"get status of container {cid}", runtime.container_status, cid
+        )
+        if not known:
             return
-        except Exception as exc:
-            self._removal_failed(result, "container", f"get status of container {r.id}", exc)
+        logs_gone, _ = await self._step(
+            result,
+            "container",
+            f"remove logs of container {cid}",
+            anyio.to_thread.run_sync,
+            self._remove_container_logs,
+            status.log_path,
+            status.labels,
+            cid,
+            errors=OSError,
+        )
+        if not logs_gone:
             return
-        try:
-            await anyio.to_thread.run_sync(
-                self._remove_container_logs, status.log_path, status.labels, r.id
-            )
-        except OSError as exc:
-            self._removal_failed(result, "container", f"remove logs of container {r.id}", exc)
-            return
-        try:
-            await self.runtime.remove_container(r.id)
-        except Exception as exc:
-            self._removal_failed(result, "container", f"remove container {r.id}", exc)
+        removed, _ = await self._step(
+            result,
+            "container",
+            f"remove container {cid}",
+            runtime.remove_container,
+            cid,
+            gone=False,
+        )
+        if not removed:
             return
         result.removed_containers.append(r.id)
         self.metrics.inc("ownergc_nodegc_containers_removed_total", reason=r.reason.value)
@@ -455,10 +498,16 @@ class NodeGarbageCollector:
                 parsed=cid is not None, lookup_failed=failed, state=state
             ):
                 continue
-            try:
-                await anyio.to_thread.run_sync(_unlink_quiet, link)
-            except OSError as exc:
-                self._removal_failed(result, "log_symlink", f"remove {link}", exc)
+            removed, _ = await self._step(
+                result,
+                "log_symlink",
+                f"remove {link}",
+                anyio.to_thread.run_sync,
+                _unlink_quiet,
+                link,
+                errors=OSError,
+            )
+            if not removed:
                 continue
             result.removed_log_symlinks.append(link)
             self.metrics.inc("ownergc_nodegc_log_symlinks_removed_total")
