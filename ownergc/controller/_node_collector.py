@@ -67,6 +67,7 @@ from ownergc.nodegc import (
     RecordsDetected,
     RemoveImage,
     container_id_from_legacy_log_symlink,
+    credit_freed,
     dangling_symlink_removable,
     detect_images,
     image_gc_pass,
@@ -74,7 +75,6 @@ from ownergc.nodegc import (
     legacy_log_symlink_name,
     plan_container_gc,
     plan_delete_unused_images,
-    plan_image_gc,
     plan_pod_log_dir_eviction,
     plan_sandbox_eviction,
 )
@@ -589,32 +589,8 @@ class NodeGarbageCollector:
         images = await self.runtime.list_images()
         in_use = await self._images_in_use(containers)
         now = self.clock()
-        if self.dry_run:
-            stats = await self.runtime.image_fs_stats()
-            self._observe_fs(stats.capacity_bytes, stats.available_bytes)
-            plan = plan_image_gc(
-                stats,
-                images,
-                self.image_records,
-                in_use,
-                policy,
-                now,
-                began_gc=self.began_gc,
-                per_runtime_handler=self.per_runtime_handler,
-            )
-            self.image_records = dict(plan.records)
-            result.plan = plan
-            result.error = plan.error
-            self.metrics.set("ownergc_nodegc_planned_removals", len(plan.images), kind="image")
-            for r in plan.images:
-                log.info(
-                    "dry-run: would remove image %s (%s, %d bytes)",
-                    r.image_id,
-                    r.reason.value,
-                    r.size,
-                )
-            return
-        # The same pass as plan_image_gc, each step executed against the runtime.
+        # The pass of plan_image_gc, each step executed against the runtime; a
+        # dry run removes nothing and credits the bytes it would have freed.
         steps = image_gc_pass(
             images,
             self.image_records,
@@ -624,6 +600,7 @@ class NodeGarbageCollector:
             began_gc=self.began_gc,
             per_runtime_handler=self.per_runtime_handler,
         )
+        would_free = 0
         answer: BaseException | FsStats | None = None
         while True:
             try:
@@ -633,10 +610,21 @@ class NodeGarbageCollector:
                 break
             answer = None
             if isinstance(step, RemoveImage):
-                answer = await self._remove_image(step.removal, result)
+                r = step.removal
+                if self.dry_run:
+                    log.info(
+                        "dry-run: would remove image %s (%s, %d bytes)",
+                        r.image_id,
+                        r.reason.value,
+                        r.size,
+                    )
+                    would_free += r.size
+                else:
+                    answer = await self._remove_image(r, result)
             elif isinstance(step, ReadImageFs):
-                answer = await self.runtime.image_fs_stats()
-                self._observe_fs(answer.capacity_bytes, answer.available_bytes)
+                stats = await self.runtime.image_fs_stats()
+                self._observe_fs(stats.capacity_bytes, stats.available_bytes)
+                answer = credit_freed(stats, would_free)
             elif isinstance(step, RecordsDetected):
                 self.image_records = dict(step.records)
             else:
@@ -652,6 +640,8 @@ class NodeGarbageCollector:
             self.metrics.set("ownergc_nodegc_image_fs_usage_percent", executed.usage_percent)
         result.plan = executed
         result.error = executed.error
+        if self.dry_run:
+            self.metrics.set("ownergc_nodegc_planned_removals", len(executed.images), kind="image")
 
     async def _remove_images(self, removals: Iterable[ImageRemoval], result: ImageGCResult) -> None:
         for r in removals:

@@ -61,6 +61,7 @@ __all__ = [
     "ReadImageFs",
     "RecordsDetected",
     "RemoveImage",
+    "credit_freed",
     "detect_images",
     "image_eviction_candidates",
     "image_gc_pass",
@@ -546,6 +547,13 @@ def image_gc_pass(
     )
 
 
+def credit_freed(stats: FsStats, freed: int) -> FsStats:
+    """``stats`` as they would read once ``freed`` more bytes were removed (for dry runs)."""
+    if not freed:
+        return stats
+    return replace(stats, available_bytes=(stats.available_bytes or 0) + freed)
+
+
 def plan_image_gc(
     fs_stats: FsStats,
     images: Iterable[Image],
@@ -583,12 +591,7 @@ def plan_image_gc(
             if isinstance(step, RemoveImage):
                 freed += step.removal.size
             elif isinstance(step, ReadImageFs):
-                available = fs_stats.available_bytes
-                answer = (
-                    replace(fs_stats, available_bytes=(available or 0) + freed)
-                    if freed
-                    else fs_stats
-                )
+                answer = credit_freed(fs_stats, freed)
     except StopIteration as done:
         result: ImageGCPlan = done.value
         return result
