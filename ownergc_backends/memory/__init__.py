@@ -1,12 +1,10 @@
-"""In-process backends: an apiserver-like object store and a container runtime."""
+"""In-process backends: an apiserver-like object store, its REST facade, a container runtime."""
 
 from __future__ import annotations
 
-from ownergc_backends.memory.store import GCPolicy, InMemoryStore, RequestRecord
-
-__all__ = ["GCPolicy", "InMemoryStore", "RequestRecord"]
-
-# --- runtime (added separately) --------------------------------------------
+from ownergc_backends.memory._objects import RequestRecord
+from ownergc_backends.memory._resources import GCPolicy
 from ownergc_backends.memory.runtime import InMemoryRuntime
+from ownergc_backends.memory.store import InMemoryStore
 
-__all__ += ["InMemoryRuntime"]
+__all__ = ["GCPolicy", "InMemoryRuntime", "InMemoryStore", "RequestRecord"]

@@ -10,7 +10,7 @@ import pytest
 from ownergc.errors import Conflict, Forbidden, Invalid, NotFound
 from ownergc.protocols import APIResource, PatchType, Preconditions, PropagationPolicy
 from ownergc_backends.memory import GCPolicy, InMemoryStore
-from ownergc_backends.memory.store import (
+from ownergc_backends.memory._deletion import (
     deletion_finalizers_for_garbage_collection,
     mark_as_deleting,
     should_delete_during_update,

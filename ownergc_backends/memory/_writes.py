@@ -1,0 +1,449 @@
+"""Create, update and DELETE as kube-apiserver's registry does them, inside the store's lock."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+
+from ownergc.errors import (
+    AlreadyExists,
+    BadRequest,
+    Forbidden,
+    NotFound,
+    ServerTimeout,
+)
+from ownergc.protocols import (
+    JSONDict,
+    Preconditions,
+    PropagationPolicy,
+)
+
+from ._crd import CRDServing
+from ._deletion import (
+    deletion_finalizers_for_garbage_collection,
+    mark_as_deleting,
+    should_delete_during_update,
+)
+from ._objects import (
+    _GENERATE_NAME_ALPHABET,
+    IMMORTAL_NAMESPACES,
+    _is_namespaces,
+    _meta,
+    _ordered,
+    _spec_changed,
+    _Storage,
+    format_time,
+)
+from ._patch import (
+    json_equal,
+)
+from ._registry import StoreRegistry
+from ._validation import (
+    FINALIZER_FOREGROUND,
+    FINALIZER_ORPHAN,
+    FieldError,
+    immutable,
+    validate_finalizers,
+    validate_name,
+    validate_owner_references,
+)
+
+__all__ = ["StoreWrites"]
+
+
+class StoreWrites(StoreRegistry):
+    """Create, update and delete of :class:`~ownergc_backends.memory.InMemoryStore`."""
+
+    def _generate_name(self, storage: _Storage, namespace: str, prefix: str) -> str:
+        for _ in range(16):
+            suffix = "".join(secrets.choice(_GENERATE_NAME_ALPHABET) for _ in range(5))
+            candidate = prefix[: 253 - 5] + suffix
+            if storage.lookup(namespace, candidate) is None:
+                return candidate
+        raise ServerTimeout(f"could not generate a unique name from {prefix!r}")
+
+    def _admit_namespace(self, storage: _Storage, namespace: str, name: str) -> None:
+        """NamespaceLifecycle admission for creates."""
+        ns_obj = self._storages[("", "namespaces")].lookup("", namespace)
+        if ns_obj is None:
+            raise NotFound(
+                f'namespaces "{namespace}" not found',
+                reason="NotFound",
+                details={"name": namespace, "kind": "namespaces"},
+            )
+        if "deletionTimestamp" in _meta(ns_obj):
+            raise Forbidden(
+                f'{storage.group_resource} "{name}" is forbidden: unable to create new content '
+                f"in namespace {namespace} because it is being terminated",
+                reason="Forbidden",
+                details={
+                    "causes": [{"reason": "NamespaceTerminating", "field": "metadata.namespace"}]
+                },
+            )
+
+    def _create_locked(
+        self,
+        storage: _Storage,
+        version: str,
+        namespace: str | None,
+        obj: Any,
+        wake: list[anyio.Event],
+        *,
+        admit: bool = True,
+        load: bool = False,
+    ) -> JSONDict:
+        """Create; with ``load`` the object keeps the uid, timestamps, generation and
+        deletion state it carries (a copy of an object from elsewhere)."""
+        spec = storage.spec
+        body = self._body(obj, "the object to create")
+        self._check_type(storage, body)
+        meta = self._decode_meta(body.get("metadata"))
+        if spec.namespaced:
+            own = meta.get("namespace")
+            if namespace and own and own != namespace:
+                raise BadRequest(
+                    "the namespace of the provided object does not match the namespace sent "
+                    "on the request",
+                    reason="BadRequest",
+                )
+            ns = namespace or own
+            if not ns:
+                raise BadRequest(
+                    f"a namespace is required to create {storage.group_resource}",
+                    reason="BadRequest",
+                )
+            meta["namespace"] = ns
+        else:
+            if namespace:
+                raise BadRequest(
+                    f"{storage.group_resource} is cluster-scoped; namespace {namespace!r} "
+                    "must not be given",
+                    reason="BadRequest",
+                )
+            meta.pop("namespace", None)
+            ns = ""
+        display_name = meta.get("name") or meta.get("generateName") or ""
+        if spec.namespaced and admit:
+            self._admit_namespace(storage, ns, display_name)
+        kept: JSONDict = {}
+        if load:
+            meta.pop("resourceVersion", None)
+            kept = {
+                k: meta[k]
+                for k in (
+                    "uid",
+                    "creationTimestamp",
+                    "deletionTimestamp",
+                    "deletionGracePeriodSeconds",
+                    "generation",
+                )
+                if meta.get(k) is not None
+            }
+        elif "resourceVersion" in meta:
+            raise BadRequest(
+                "resourceVersion should not be set on objects to be created", reason="BadRequest"
+            )
+        for server_owned in (
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+            "selfLink",
+        ):
+            meta.pop(server_owned, None)
+        errors: list[FieldError] = []
+        if not meta.get("name"):
+            if meta.get("generateName"):
+                meta["name"] = self._generate_name(storage, ns, meta["generateName"])
+            else:
+                errors.append(
+                    FieldError(
+                        "metadata.name", "FieldValueRequired", "name or generateName is required"
+                    )
+                )
+        name = meta.get("name", "")
+        if name:
+            errors += validate_name(name, spec.name_rule.value)
+        errors += validate_finalizers(meta.get("finalizers", []))
+        errors += validate_owner_references(meta.get("ownerReferences", []))
+        if errors:
+            raise self._invalid(storage, name, errors)
+        if storage.lookup(ns, name) is not None:
+            raise AlreadyExists(
+                f'{storage.group_resource} "{name}" already exists',
+                reason="AlreadyExists",
+                details={"name": name, "group": spec.group, "kind": spec.resource},
+            )
+        meta["uid"] = self._uid_factory()
+        meta["creationTimestamp"] = format_time(self._clock())
+        meta["generation"] = 1
+        meta.update(kept)
+        stored: JSONDict = {
+            "apiVersion": f"{spec.group}/{version}" if spec.group else version,
+            "kind": spec.kind,
+            "metadata": meta,
+        }
+        for key, value in body.items():
+            if key not in ("apiVersion", "kind", "metadata"):
+                stored[key] = value
+        if spec.group == "" and spec.resource == "namespaces":
+            ns_spec = stored.get("spec")
+            ns_spec = dict(ns_spec) if isinstance(ns_spec, dict) else {}
+            ns_spec.setdefault("finalizers", ["kubernetes"])
+            stored["spec"] = ns_spec
+            phase = "Terminating" if "deletionTimestamp" in meta else "Active"
+            stored["status"] = {"phase": phase}
+        serving: CRDServing | None = None
+        if self._is_crd_storage(storage):
+            serving, crd_errors = self._crd_admit(stored, None)
+            if crd_errors:
+                raise self._invalid(storage, name, crd_errors)
+        out = self._store_locked(storage, "ADDED", stored, wake)
+        if serving is not None:
+            self._crd_serve_locked(name, serving, wake)
+        return out
+
+    def _update_locked(
+        self,
+        storage: _Storage,
+        existing: JSONDict,
+        body: JSONDict,
+        wake: list[anyio.Event],
+        *,
+        is_patch: bool,
+    ) -> JSONDict:
+        """The generic store's Update: rv check, BeforeUpdate, validation, delete-on-empty.
+
+        Returns the stored object, or after an emptying of finalizers on a
+        deleting object the updated object carrying the deletion's rv.
+        """
+        spec = storage.spec
+        old = _meta(existing)
+        name = old["name"]
+        namespace = old.get("namespace", "")
+        self._check_type(storage, body)
+        meta = self._decode_meta(body.get("metadata"))
+        if meta.get("name", name) != name:
+            raise BadRequest(
+                f"the name of the object ({meta['name']}) does not match the name on the URL "
+                f"({name})",
+                reason="BadRequest",
+            )
+        meta["name"] = name
+        if spec.namespaced:
+            if meta.get("namespace", namespace) != namespace:
+                raise BadRequest(
+                    "the namespace of the provided object does not match the namespace sent "
+                    "on the request",
+                    reason="BadRequest",
+                )
+            meta["namespace"] = namespace
+        else:
+            meta.pop("namespace", None)
+        rv = meta.get("resourceVersion")
+        if rv is None:
+            if not is_patch and not spec.allow_unconditional_update:
+                raise self._invalid(
+                    storage,
+                    name,
+                    [
+                        FieldError(
+                            "metadata.resourceVersion",
+                            "FieldValueInvalid",
+                            "must be specified for an update",
+                            0,
+                        )
+                    ],
+                )
+        elif rv != old["resourceVersion"]:
+            raise self._conflict(
+                storage,
+                name,
+                "the object has been modified; please apply your changes to the latest "
+                "version and try again",
+            )
+        meta["resourceVersion"] = old["resourceVersion"]
+        # BeforeUpdate: fields the server owns or silently keeps.
+        if "generation" in old:
+            meta["generation"] = old["generation"]
+        else:
+            meta.pop("generation", None)
+        meta.setdefault("uid", old["uid"])
+        meta["creationTimestamp"] = old["creationTimestamp"]
+        old_deletion = old.get("deletionTimestamp")
+        if old_deletion is not None:
+            meta["deletionTimestamp"] = old_deletion
+        old_grace = old.get("deletionGracePeriodSeconds")
+        if old_grace is not None and meta.get("deletionGracePeriodSeconds") is None:
+            meta["deletionGracePeriodSeconds"] = old_grace
+        finalizers: list[str] = meta.get("finalizers", [])
+        errors: list[FieldError] = []
+        if old_deletion is not None:
+            added = [f for f in finalizers if f not in set(old.get("finalizers", []))]
+            if added:
+                errors.append(
+                    FieldError(
+                        "metadata.finalizers",
+                        "FieldValueForbidden",
+                        "no new finalizers can be added if the object is being deleted, "
+                        f"found new finalizers {added!r}",
+                    )
+                )
+        errors += immutable("metadata.uid", meta["uid"], old["uid"])
+        errors += immutable(
+            "metadata.deletionTimestamp", meta.get("deletionTimestamp"), old_deletion
+        )
+        errors += immutable(
+            "metadata.deletionGracePeriodSeconds",
+            meta.get("deletionGracePeriodSeconds"),
+            old_grace,
+        )
+        errors += validate_finalizers(finalizers)
+        errors += validate_owner_references(meta.get("ownerReferences", []))
+        if errors:
+            raise self._invalid(storage, name, errors)
+
+        new: JSONDict = {"apiVersion": existing["apiVersion"], "kind": spec.kind, "metadata": meta}
+        for key, value in body.items():
+            if key not in ("apiVersion", "kind", "metadata"):
+                new[key] = value
+        if "generation" in meta and _spec_changed(existing, new):
+            meta["generation"] += 1
+
+        serving: CRDServing | None = None
+        if self._is_crd_storage(storage) and old_deletion is None:
+            serving, crd_errors = self._crd_admit(new, existing)
+            if crd_errors:
+                raise self._invalid(storage, name, crd_errors)
+        if should_delete_during_update(finalizers, old) and not self._namespace_held(storage, new):
+            # The last finalizer of a deleting object went away.
+            gone = self._remove_locked(storage, namespace, name, existing, wake)
+            new["metadata"] = _ordered({**meta, "resourceVersion": _meta(gone)["resourceVersion"]})
+            return new
+        new["metadata"] = _ordered(meta)
+        if json_equal(new, existing):
+            return existing  # a no-op write is not stored (no new rv, no event)
+        out = self._store_locked(storage, "MODIFIED", new, wake)
+        if serving is not None:
+            self._crd_serve_locked(name, serving, wake)
+        return out
+
+    def _namespace_held(self, storage: _Storage, obj: JSONDict) -> bool:
+        """A terminating namespace stays while ``spec.finalizers`` is not empty
+        (``ShouldDeleteNamespaceDuringUpdate``)."""
+        if not (self._terminating_namespaces and _is_namespaces(storage)):
+            return False
+        ns_spec = obj.get("spec")
+        return isinstance(ns_spec, dict) and bool(ns_spec.get("finalizers"))
+
+    def _delete_locked(
+        self,
+        storage: _Storage,
+        version: str,
+        namespace: str,
+        name: str,
+        policy: PropagationPolicy | None,
+        orphan_dependents: bool | None,
+        preconditions: Preconditions | None,
+        wake: list[anyio.Event],
+    ) -> JSONDict | None:
+        # NamespaceLifecycle admission runs before the registry looks at the object.
+        is_namespace = storage.spec.group == "" and storage.spec.resource == "namespaces"
+        if is_namespace and name in IMMORTAL_NAMESPACES:
+            raise Forbidden(
+                f'namespaces "{name}" is forbidden: this namespace may not be deleted',
+                reason="Forbidden",
+            )
+        existing = storage.lookup(namespace, name)
+        if existing is None:
+            raise self._not_found(storage, name)
+        meta = _meta(existing)
+        if preconditions is not None:
+            if preconditions.uid is not None and preconditions.uid != meta["uid"]:
+                raise self._conflict(
+                    storage,
+                    name,
+                    f"the UID in the precondition ({preconditions.uid}) does not match the UID "
+                    f"in record ({meta['uid']}). The object might have been deleted and then "
+                    "recreated",
+                )
+            if (
+                preconditions.resource_version is not None
+                and preconditions.resource_version != meta["resourceVersion"]
+            ):
+                raise self._conflict(
+                    storage,
+                    name,
+                    f"the ResourceVersion in the precondition ({preconditions.resource_version}) "
+                    f"does not match the ResourceVersion in record ({meta['resourceVersion']}). "
+                    "The object might have been modified",
+                )
+        if is_namespace and self._terminating_namespaces:
+            held = self._delete_namespace_locked(storage, existing, policy, orphan_dependents, wake)
+            if held is not None:
+                return held
+        current = meta.get("finalizers", [])
+        changed, finalizers = deletion_finalizers_for_garbage_collection(
+            current, storage.spec.gc_policy(version), policy, orphan_dependents
+        )
+        # The apiserver takes its update path when the object has finalizers or
+        # the GC finalizers change; it keeps the object (marked as deleting)
+        # iff the resulting list is non-empty, which is all that matters here
+        # because nothing is graceful.
+        del changed
+        if finalizers:
+            updated = mark_as_deleting(existing, self._clock())
+            updated_meta = dict(_meta(updated))
+            updated_meta["finalizers"] = finalizers
+            updated["metadata"] = _ordered(updated_meta)
+            if json_equal(updated, existing):
+                return existing  # nothing changed: no write, no event
+            return self._store_locked(storage, "MODIFIED", updated, wake)
+        self._remove_locked(storage, namespace, name, existing, wake)
+        return None
+
+    def _delete_namespace_locked(
+        self,
+        storage: _Storage,
+        existing: JSONDict,
+        policy: PropagationPolicy | None,
+        orphan_dependents: bool | None,
+        wake: list[anyio.Event],
+    ) -> JSONDict | None:
+        """The namespace registry's DELETE (item 90); None means "go on with the
+        generic DELETE" (the namespace is terminating and already finalized)."""
+        meta = _meta(existing)
+        if meta.get("deletionTimestamp") is None:
+            current = set(meta.get("finalizers", []))
+            if orphan_dependents is not None:
+                orphan, foreground = orphan_dependents, not orphan_dependents
+            elif policy is not None:
+                orphan = policy is PropagationPolicy.ORPHAN
+                foreground = policy is PropagationPolicy.FOREGROUND
+            else:
+                orphan = FINALIZER_ORPHAN in current
+                foreground = FINALIZER_FOREGROUND in current
+            wanted = set(current)
+            for finalizer, on in ((FINALIZER_ORPHAN, orphan), (FINALIZER_FOREGROUND, foreground)):
+                if on:
+                    wanted.add(finalizer)
+                else:
+                    wanted.discard(finalizer)
+            updated = mark_as_deleting(existing, self._clock())
+            updated_meta = dict(_meta(updated))
+            if wanted != current:
+                updated_meta["finalizers"] = sorted(wanted)
+            if not updated_meta.get("finalizers"):
+                updated_meta.pop("finalizers", None)
+            updated["metadata"] = _ordered(updated_meta)
+            status = dict(updated.get("status") or {})
+            status["phase"] = "Terminating"
+            updated["status"] = status
+            return self._store_locked(storage, "MODIFIED", updated, wake)
+        if self._namespace_held(storage, existing):
+            return existing
+        return None
