@@ -32,16 +32,13 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import math
 import os
 import re
 import threading
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Final, NamedTuple
+from typing import Any
 
 import anyio
 import anyio.abc
@@ -50,7 +47,6 @@ from anyio.abc import ByteStream, SocketAttribute
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from ownergc._kit.http import (
-    ChunkedWriter,
     HTTPProtocolError,
     Request,
     read_request,
@@ -61,14 +57,47 @@ from ownergc.errors import (
     BadRequest,
     MethodNotAllowed,
     NotFound,
-    ResourceExpired,
     RESTMappingError,
-    Unavailable,
     UnsupportedPatchType,
     error_for_status,
 )
-from ownergc.protocols import APIResource, JSONDict, PatchType, Preconditions, WatchEvent
+from ownergc.protocols import APIResource, JSONDict, Preconditions
 
+from ._facade_base import (
+    _APPLY_PATCH,
+    _FAULT_REASONS,
+    _PATCH_TYPES,
+    _RETURN_DELETED_OBJECT,
+    RequestLogEntry,
+    WriteHook,
+    _Fault,
+    _kube_verb,
+    _OpenWatch,
+    _ResourceRoute,
+    _WatchPlan,
+)
+from ._facade_watch import WatchRoutes
+from ._negotiation import (
+    _META_GROUP,
+    _check_json_content_type,
+    _error_response,
+    _HTTPError,
+    _json_body,
+    _json_response,
+    _Response,
+    _Target,
+    negotiate,
+)
+from ._printing import (
+    _OPENAPI_V2_JSON,
+    SERVER_VERSION,
+    _openapi_v2_protobuf,
+    _partial,
+    _table,
+)
+from ._selectors import (
+    _filter_from,
+)
 from .store import InMemoryStore
 
 __all__ = [
@@ -81,522 +110,8 @@ __all__ = [
 
 log = logging.getLogger("ownergc.memory.http")
 
-#: What ``/version`` claims; kubectl only prints it.
-SERVER_VERSION: Final[dict[str, str]] = {
-    "major": "1",
-    "minor": "30",
-    "gitVersion": "v1.30.0+ownergc",
-    "gitCommit": "0000000000000000000000000000000000000000",
-    "gitTreeState": "clean",
-    "buildDate": "2024-04-17T00:00:00Z",
-    "goVersion": "go1.22.2",
-    "compiler": "gc",
-    "platform": "linux/amd64",
-}
 
-_SHORT_NAMES: Final[dict[tuple[str, str], list[str]]] = {
-    ("", "namespaces"): ["ns"],
-    ("", "nodes"): ["no"],
-    ("", "pods"): ["po"],
-    ("", "configmaps"): ["cm"],
-    ("", "services"): ["svc"],
-    ("", "serviceaccounts"): ["sa"],
-    ("", "replicationcontrollers"): ["rc"],
-    ("", "persistentvolumeclaims"): ["pvc"],
-    ("", "persistentvolumes"): ["pv"],
-    ("", "events"): ["ev"],
-    ("apps", "deployments"): ["deploy"],
-    ("apps", "replicasets"): ["rs"],
-    ("apps", "daemonsets"): ["ds"],
-    ("apps", "statefulsets"): ["sts"],
-    ("batch", "cronjobs"): ["cj"],
-    ("events.k8s.io", "events"): ["ev"],
-    ("apiextensions.k8s.io", "customresourcedefinitions"): ["crd", "crds"],
-}
-#: ``kubectl get all`` expands the "all" category.
-_ALL_CATEGORY: Final = frozenset(
-    {
-        ("", "pods"),
-        ("", "services"),
-        ("", "replicationcontrollers"),
-        ("apps", "deployments"),
-        ("apps", "replicasets"),
-        ("apps", "daemonsets"),
-        ("apps", "statefulsets"),
-        ("batch", "jobs"),
-        ("batch", "cronjobs"),
-    }
-)
-#: Registries with ``ReturnDeletedObject: true``: a DELETE that removes the object
-#: answers with the object; every other resource answers with a Status.
-_RETURN_DELETED_OBJECT: Final = frozenset(
-    {
-        ("", "pods"),
-        ("", "services"),
-        ("", "serviceaccounts"),
-        ("", "namespaces"),
-        ("storage.k8s.io", "storageclasses"),
-    }
-)
-_META_GROUP: Final = "meta.k8s.io"
-_JSON: Final = "application/json"
-_JSON_HEADERS: Final = (("Content-Type", _JSON), ("Cache-Control", "no-cache, private"))
-_PATCH_TYPES: Final[dict[str, PatchType]] = {p.value: p for p in PatchType}
-_APPLY_PATCH: Final = "application/apply-patch+yaml"
-_FAULT_REASONS: Final[dict[int, str]] = {
-    400: "BadRequest",
-    401: "Unauthorized",
-    403: "Forbidden",
-    404: "NotFound",
-    409: "Conflict",
-    410: "Expired",
-    415: "UnsupportedMediaType",
-    422: "Invalid",
-    429: "TooManyRequests",
-    500: "InternalError",
-    503: "ServiceUnavailable",
-    504: "Timeout",
-}
-
-
-class RequestLogEntry(NamedTuple):
-    """One request as the server answered it (``path`` without the query)."""
-
-    method: str
-    path: str
-    status: int
-
-
-#: Called after every successful write through the API with the verb
-#: (create, update, patch, delete), the resource and the resulting object
-#: (for a delete that removed it, its last state), before the response: a seam
-#: for servers built on the facade (``ownergc serve``) to react to writes.
-WriteHook = Callable[[str, APIResource, JSONDict], Awaitable[None]]
-
-
-class _HTTPError(Exception):
-    """A non-API error answered with a Status (406, 405 on non-resource paths, …)."""
-
-    def __init__(self, code: int, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.error = error_for_status(code, message, reason=reason)
-
-
-# ---------------------------------------------------------------------------
-# Content negotiation
-
-
-class _Target(NamedTuple):
-    """What the client asked the response to be converted to."""
-
-    kind: str | None  # None: the object itself; else PartialObjectMetadata[List] / Table
-    version: str = "v1"
-
-
-_PLAIN = _Target(None)
-
-
-def _media_ranges(accept: str) -> list[tuple[str, dict[str, str]]]:
-    """The Accept header's media ranges, highest q first (stable for ties)."""
-    ranges: list[tuple[float, int, str, dict[str, str]]] = []
-    for index, item in enumerate(accept.split(",")):
-        parts = [p.strip() for p in item.split(";")]
-        media = parts[0].lower()
-        if not media:
-            continue
-        params: dict[str, str] = {}
-        for p in parts[1:]:
-            key, _, value = p.partition("=")
-            params[key.strip().lower()] = value.strip().strip('"')
-        try:
-            q = float(params.pop("q", "1"))
-        except ValueError:
-            q = 1.0
-        if q > 0:
-            ranges.append((-q, index, media, params))
-    ranges.sort()
-    return [(media, params) for _, _, media, params in ranges]
-
-
-def negotiate(accept: str | None, *, conversions: bool) -> _Target:
-    """Pick the response form as kube-apiserver does: the first acceptable media range.
-
-    Only JSON is served. ``as=`` conversions are acceptable on resource
-    endpoints (``conversions``); a range asking for a conversion this
-    server does not do (aggregated discovery, say) is skipped, so that the
-    client's plain ``application/json`` fallback is chosen.
-    """
-    if not accept:
-        return _PLAIN
-    for media, params in _media_ranges(accept):
-        if media not in (_JSON, "application/*", "*/*"):
-            continue
-        as_kind = params.get("as")
-        if as_kind is None:
-            return _PLAIN
-        if not conversions or params.get("g") != _META_GROUP:
-            continue
-        version = params.get("v", "")
-        if as_kind in ("PartialObjectMetadata", "PartialObjectMetadataList", "Table") and (
-            version in ("v1", "v1beta1")
-        ):
-            return _Target(as_kind, version)
-    raise _HTTPError(
-        406,
-        "NotAcceptable",
-        "only the following media types are accepted: application/json "
-        "(with as=PartialObjectMetadata, PartialObjectMetadataList or Table;g=meta.k8s.io)",
-    )
-
-
-# ---------------------------------------------------------------------------
-# Selectors
-
-
-@dataclass(frozen=True, slots=True)
-class _Requirement:
-    key: str
-    op: str  # "=", "!=", "in", "notin", "exists", "!"
-    values: frozenset[str] = frozenset()
-
-    def matches(self, labels: dict[str, Any]) -> bool:
-        has = self.key in labels
-        value = labels.get(self.key)
-        if self.op == "exists":
-            return has
-        if self.op == "!":
-            return not has
-        if self.op in ("=", "in"):
-            return has and value in self.values
-        return not has or value not in self.values  # "!=" and "notin"
-
-
-_LABEL_KEY = r"[A-Za-z0-9]([-A-Za-z0-9_./]*[A-Za-z0-9])?"
-_LABEL_VALUE = r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?"
-_SET_RE = re.compile(rf"^({_LABEL_KEY})\s+(in|notin)\s+\(([^()]*)\)$")
-_CMP_RE = re.compile(rf"^({_LABEL_KEY})\s*(==|=|!=)\s*({_LABEL_VALUE})$")
-_EXISTS_RE = re.compile(rf"^(!?)\s*({_LABEL_KEY})$")
-
-
-def _split_selector(text: str) -> list[str]:
-    """Split on commas outside parentheses (``a in (x,y),b`` has two requirements)."""
-    parts: list[str] = []
-    depth = 0
-    current: list[str] = []
-    for ch in text:
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append("".join(current))
-            current = []
-        else:
-            current.append(ch)
-    parts.append("".join(current))
-    return [p.strip() for p in parts if p.strip()]
-
-
-def parse_label_selector(text: str) -> list[_Requirement]:
-    """Parse a labelSelector; 400 for what kube-apiserver would also reject (or ``<``/``>``)."""
-    out: list[_Requirement] = []
-    for part in _split_selector(text):
-        if m := _SET_RE.match(part):
-            values = frozenset(v.strip() for v in m.group(4).split(",") if v.strip())
-            out.append(_Requirement(m.group(1), m.group(3), values))
-        elif m := _CMP_RE.match(part):
-            op = "=" if m.group(3) in ("=", "==") else "!="
-            out.append(_Requirement(m.group(1), op, frozenset({m.group(4)})))
-        elif m := _EXISTS_RE.match(part):
-            out.append(_Requirement(m.group(2), "!" if m.group(1) else "exists"))
-        else:
-            raise BadRequest(
-                f"unable to parse requirement: {part!r} (labelSelector {text!r})",
-                reason="BadRequest",
-            )
-    return out
-
-
-def parse_field_selector(text: str) -> list[tuple[str, bool, str]]:
-    """``metadata.name`` / ``metadata.namespace`` with ``=``, ``==`` or ``!=``."""
-    out: list[tuple[str, bool, str]] = []
-    for part in (p.strip() for p in text.split(",")):
-        if not part:
-            continue
-        if "!=" in part:
-            key, value = part.split("!=", 1)
-            equal = False
-        elif "=" in part:
-            key, value = part.replace("==", "=", 1).split("=", 1)
-            equal = True
-        else:
-            raise BadRequest(f"invalid field selector: {part!r}", reason="BadRequest")
-        key = key.strip()
-        if key not in ("metadata.name", "metadata.namespace"):
-            raise BadRequest(
-                f"field label not supported: {key} (this server supports only "
-                f'"metadata.name" and "metadata.namespace")',
-                reason="BadRequest",
-            )
-        out.append((key, equal, value.strip()))
-    return out
-
-
-@dataclass(frozen=True, slots=True)
-class _Filter:
-    labels: tuple[_Requirement, ...] = ()
-    fields: tuple[tuple[str, bool, str], ...] = ()
-
-    @property
-    def empty(self) -> bool:
-        return not self.labels and not self.fields
-
-    def matches(self, obj: JSONDict) -> bool:
-        meta = obj.get("metadata") or {}
-        labels = meta.get("labels") or {}
-        if not all(r.matches(labels) for r in self.labels):
-            return False
-        for key, equal, value in self.fields:
-            actual = meta.get("name" if key == "metadata.name" else "namespace") or ""
-            if (actual == value) != equal:
-                return False
-        return True
-
-
-def _filter_from(request: Request) -> _Filter:
-    labels = request.param("labelSelector")
-    fields = request.param("fieldSelector")
-    return _Filter(
-        labels=tuple(parse_label_selector(labels)) if labels else (),
-        fields=tuple(parse_field_selector(fields)) if fields else (),
-    )
-
-
-# ---------------------------------------------------------------------------
-# Response shapes
-
-
-def _human_duration(seconds: float) -> str:
-    """apimachinery's ``duration.HumanDuration``, for the Age column."""
-    s = int(seconds)
-    if s < -1:
-        return "<invalid>"
-    if s < 0:
-        return "0s"
-    if s < 120:
-        return f"{s}s"
-    minutes = s // 60
-    if minutes < 10:
-        rest = s % 60
-        return f"{minutes}m{rest}s" if rest else f"{minutes}m"
-    if minutes < 180:
-        return f"{minutes}m"
-    hours = s // 3600
-    if hours < 8:
-        rest = minutes % 60
-        return f"{hours}h{rest}m" if rest else f"{hours}h"
-    if hours < 48:
-        return f"{hours}h"
-    if hours < 24 * 8:
-        rest = hours % 24
-        return f"{hours // 24}d{rest}h" if rest else f"{hours // 24}d"
-    if hours < 24 * 365 * 2:
-        return f"{hours // 24}d"
-    if hours < 24 * 365 * 8:
-        rest = (hours // 24) % 365
-        return f"{hours // 24 // 365}y{rest}d" if rest else f"{hours // 24 // 365}y"
-    return f"{hours // 24 // 365}y"
-
-
-def _age(meta: JSONDict) -> str:
-    created = meta.get("creationTimestamp")
-    if not isinstance(created, str):
-        return "<unknown>"
-    try:
-        when = datetime.fromisoformat(created.replace("Z", "+00:00"))
-    except ValueError:
-        return "<unknown>"
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return _human_duration((datetime.now(timezone.utc) - when).total_seconds())
-
-
-_TABLE_COLUMNS: Final = [
-    {
-        "name": "Name",
-        "type": "string",
-        "format": "name",
-        "description": "Name must be unique within a namespace.",
-        "priority": 0,
-    },
-    {
-        "name": "Age",
-        "type": "date",
-        "format": "",
-        "description": "CreationTimestamp is a timestamp representing the server time when "
-        "this object was created.",
-        "priority": 0,
-    },
-]
-
-
-def _partial(obj: JSONDict, version: str) -> JSONDict:
-    return {
-        "kind": "PartialObjectMetadata",
-        "apiVersion": f"{_META_GROUP}/{version}",
-        "metadata": obj.get("metadata", {}),
-    }
-
-
-def _table(
-    objects: list[JSONDict], version: str, include: str, rv: str | None, *, headers: bool = True
-) -> JSONDict:
-    rows = []
-    for obj in objects:
-        meta = obj.get("metadata") or {}
-        row: JSONDict = {"cells": [meta.get("name", ""), _age(meta)]}
-        if include == "Object":
-            row["object"] = obj
-        elif include != "None":
-            row["object"] = _partial(obj, "v1")
-        rows.append(row)
-    table: JSONDict = {
-        "kind": "Table",
-        "apiVersion": f"{_META_GROUP}/{version}",
-        "metadata": {"resourceVersion": rv} if rv is not None else {},
-        "columnDefinitions": _TABLE_COLUMNS if headers else [],
-        "rows": rows,
-    }
-    return table
-
-
-def _openapi_v2_protobuf() -> bytes:
-    """An empty OpenAPI v2 ``Document`` in protobuf (gnostic openapi_v2):
-    ``swagger = "2.0"`` and ``info {title, version}``. kubectl fetches it for
-    validation and skips kinds it does not describe."""
-
-    def string_field(number: int, text: str) -> bytes:
-        data = text.encode()
-        return bytes([number << 3 | 2, len(data)]) + data
-
-    info = string_field(1, "ownergc") + string_field(2, SERVER_VERSION["gitVersion"])
-    return string_field(1, "2.0") + bytes([2 << 3 | 2, len(info)]) + info
-
-
-_OPENAPI_V2_JSON: Final = {
-    "swagger": "2.0",
-    "info": {"title": "ownergc", "version": SERVER_VERSION["gitVersion"]},
-    "paths": {},
-    "definitions": {},
-}
-
-
-def _json_body(data: bytes, what: str) -> Any:
-    try:
-        return json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BadRequest(f"{what} is not valid JSON: {exc}", reason="BadRequest") from None
-
-
-def _check_json_content_type(request: Request) -> None:
-    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if content_type not in ("", _JSON, "*/*"):
-        raise UnsupportedPatchType(
-            f'the body of the request was in an unknown format "{content_type}": this server '
-            "accepts only application/json",
-            reason="UnsupportedMediaType",
-        )
-
-
-def _encode(body: Any) -> bytes:
-    return json.dumps(body, separators=(",", ":")).encode()
-
-
-def _retry_after_header(seconds: float) -> str:
-    """Whole seconds, rounded up: the only form HTTP (and urllib3, client-go) accept."""
-    return str(max(0, math.ceil(seconds)))
-
-
-@dataclass(slots=True)
-class _Response:
-    status: int
-    body: bytes
-    headers: list[tuple[str, str]] = field(default_factory=lambda: list(_JSON_HEADERS))
-
-
-def _json_response(status: int, body: Any) -> _Response:
-    return _Response(status, _encode(body))
-
-
-def _error_response(error: APIError) -> _Response:
-    response = _json_response(error.code, error.to_status())
-    if error.retry_after is not None:
-        response.headers.append(("Retry-After", _retry_after_header(error.retry_after)))
-    return response
-
-
-# ---------------------------------------------------------------------------
-# Routing
-
-
-@dataclass(frozen=True, slots=True)
-class _ResourceRoute:
-    resource: APIResource
-    namespace: str | None
-    name: str | None
-
-
-@dataclass(slots=True)
-class _WatchPlan:
-    route: _ResourceRoute
-    resource_version: str
-    timeout: float | None
-    target: _Target
-    filter: _Filter
-    include: str
-
-
-@dataclass(slots=True)
-class _Fault:
-    method: str | None
-    path: re.Pattern[str] | None
-    verb: str | None
-    status: int
-    retry_after: float | None
-    delay: float
-    remaining: int
-    reason: str | None
-
-
-@dataclass(eq=False, slots=True)
-class _OpenWatch:
-    scope: anyio.CancelScope
-    ending: str | None = None  # "drop" or "expire"
-
-
-def _kube_verb(request: Request) -> str:
-    """The verb kube-apiserver's audit log would give (``discovery`` and ``nonresource``
-    for paths outside resources)."""
-    segments = [s for s in request.path.split("/") if s]
-    if not segments or segments[0] not in ("api", "apis"):
-        return "nonresource"
-    depth = 2 if segments[0] == "api" else 3
-    if len(segments) <= depth:
-        return "discovery"
-    rest = segments[depth:]
-    namespaced = rest[0] == "namespaces" and len(rest) >= 3
-    has_name = len(rest) >= (4 if namespaced else 2)
-    method = request.method
-    if method == "GET":
-        if has_name:
-            return "get"
-        return "watch" if request.param("watch") in ("true", "1") else "list"
-    if method == "DELETE":
-        return "delete" if has_name else "deletecollection"
-    return {"POST": "create", "PUT": "update", "PATCH": "patch"}.get(method, method.lower())
-
-
-class KubeAPIServer:
+class KubeAPIServer(WatchRoutes):
     """kube-apiserver's REST API over an :class:`InMemoryStore`, on a local TCP port.
 
     Start it with ``await task_group.start(server.serve)`` (or
@@ -751,106 +266,7 @@ class KubeAPIServer:
             return await self._group_version(request, segments[1], segments[2], segments[3:])
         raise self._no_route(path)
 
-    @staticmethod
-    def _no_route(path: str) -> NotFound:
-        return NotFound(
-            "the server could not find the requested resource", reason="NotFound", details={}
-        )
-
     # ------------------------------------------------------------------ discovery
-
-    def _api_versions(self) -> _Response:
-        address = self.url.removeprefix("http://")
-        return _json_response(
-            200,
-            {
-                "kind": "APIVersions",
-                "versions": ["v1"],
-                "serverAddressByClientCIDRs": [
-                    {"clientCIDR": "0.0.0.0/0", "serverAddress": address}
-                ],
-            },
-        )
-
-    async def _discovered(self) -> tuple[dict[str, list[APIResource]], dict[str, str]]:
-        """Served resources by ``group/version`` (preferred version first per group)."""
-        result = await self.store.discover()
-        by_gv: dict[str, list[APIResource]] = {}
-        for r in sorted(result.resources, key=lambda r: not r.preferred):
-            by_gv.setdefault(r.api_version, []).append(r)
-        return by_gv, dict(result.failed)
-
-    async def _group_list(self) -> JSONDict:
-        by_gv, failed = await self._discovered()
-        groups: dict[str, list[str]] = {}
-        preferred: dict[str, str] = {}
-        for resources in by_gv.values():
-            group, version = resources[0].group, resources[0].version
-            if not group:
-                continue
-            versions = groups.setdefault(group, [])
-            if version not in versions:
-                versions.append(version)
-            if resources[0].preferred:
-                preferred.setdefault(group, version)
-        for gv in failed:
-            group, _, version = gv.rpartition("/")
-            if group and version not in groups.setdefault(group, []):
-                groups[group].append(version)
-        return {
-            "kind": "APIGroupList",
-            "apiVersion": "v1",
-            "groups": [
-                self._group_body(name, versions, preferred.get(name, versions[0]))
-                for name, versions in groups.items()
-            ],
-        }
-
-    @staticmethod
-    def _group_body(name: str, versions: list[str], preferred: str) -> JSONDict:
-        ordered = [preferred, *(v for v in versions if v != preferred)]
-        return {
-            "kind": "APIGroup",
-            "apiVersion": "v1",
-            "name": name,
-            "versions": [{"groupVersion": f"{name}/{v}", "version": v} for v in ordered],
-            "preferredVersion": {"groupVersion": f"{name}/{preferred}", "version": preferred},
-        }
-
-    async def _group(self, name: str) -> JSONDict | None:
-        listing = await self._group_list()
-        for group in listing["groups"]:
-            if group["name"] == name:
-                return dict(group)
-        return None
-
-    async def _resource_list(self, group: str, version: str) -> _Response:
-        by_gv, failed = await self._discovered()
-        gv = f"{group}/{version}" if group else version
-        if gv in failed:
-            raise Unavailable(
-                f"the server is currently unable to handle the request ({gv}: {failed[gv]})",
-                reason="ServiceUnavailable",
-            )
-        if gv not in by_gv:
-            raise self._no_route(f"/{gv}")
-        entries = []
-        for r in by_gv[gv]:
-            entry: JSONDict = {
-                "name": r.resource,
-                "singularName": r.kind.lower(),
-                "namespaced": r.namespaced,
-                "kind": r.kind,
-                "verbs": sorted(r.verbs),
-            }
-            short = _SHORT_NAMES.get((r.group, r.resource))
-            if short:
-                entry["shortNames"] = short
-            if (r.group, r.resource) in _ALL_CATEGORY:
-                entry["categories"] = ["all"]
-            entries.append(entry)
-        body = {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv}
-        return _json_response(200, {**body, "resources": entries})
 
     # ------------------------------------------------------------------ resources
 
@@ -1144,151 +560,6 @@ class KubeAPIServer:
 
     # ------------------------------------------------------------------ watch
 
-    def _watch_plan(self, request: Request, route: _ResourceRoute) -> _WatchPlan:
-        target = negotiate(request.headers.get("accept"), conversions=True)
-        rv = request.param("resourceVersion") or ""
-        if rv and not (rv.isdigit()):
-            raise BadRequest(f"invalid resourceVersion {rv!r}", reason="BadRequest")
-        timeout_text = request.param("timeoutSeconds")
-        timeout: float | None = None
-        if timeout_text:
-            try:
-                timeout = float(int(timeout_text))
-            except ValueError:
-                raise BadRequest(
-                    f"invalid timeoutSeconds {timeout_text!r}", reason="BadRequest"
-                ) from None
-        return _WatchPlan(
-            route=route,
-            resource_version=rv,
-            timeout=timeout,
-            target=target,
-            filter=_filter_from(request),
-            include=request.param("includeObject") or "PartialObjectMetadata",
-        )
-
-    async def _stream_watch(
-        self, plan: _WatchPlan, stream: ByteStream, reader: BufferedByteReceiveStream
-    ) -> bool:
-        """Stream events as newline-delimited JSON in chunks; returns keep-alive.
-
-        Errors after the stream started (too old resourceVersion, a store
-        fault) become an ERROR event carrying a Status, as kube-apiserver's
-        watch cache sends them, and the stream ends cleanly.
-        """
-        writer = ChunkedWriter(stream)
-        await writer.start(200, _JSON_HEADERS)
-        handle = _OpenWatch(anyio.CancelScope())
-        self._watches.add(handle)
-        peer_closed = False
-        try:
-            async with anyio.create_task_group() as tg:
-
-                async def watch_peer() -> None:
-                    nonlocal peer_closed
-                    # A client sends nothing while it watches: any read result
-                    # (EOF or stray bytes) ends the stream.
-                    with contextlib.suppress(Exception):
-                        await reader.receive()
-                    peer_closed = True
-                    handle.scope.cancel()
-
-                tg.start_soon(watch_peer)
-                with handle.scope:
-                    try:
-                        await self._pump_events(plan, writer)
-                    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                        # The client went away mid-event: an ordinary end of a watch.
-                        peer_closed = True
-                tg.cancel_scope.cancel()
-        finally:
-            self._watches.discard(handle)
-        if peer_closed or handle.ending == "drop":
-            # Abrupt end: no terminating chunk, the connection just closes.
-            return False
-        if handle.ending == "expire":
-            await writer.send(self._error_event(self._expired_error()))
-        await writer.finish()
-        return True
-
-    def _expired_error(self) -> ResourceExpired:
-        return ResourceExpired(
-            f"too old resource version: the watch was expired by the server "
-            f"(resourceVersion {self._expired_before})",
-            reason="Expired",
-        )
-
-    @staticmethod
-    def _error_event(error: APIError) -> bytes:
-        return _encode({"type": "ERROR", "object": error.to_status()}) + b"\n"
-
-    async def _pump_events(self, plan: _WatchPlan, writer: ChunkedWriter) -> None:
-        route, target, selector = plan.route, plan.target, plan.filter
-        rv = plan.resource_version
-        if rv and 0 < int(rv) < self._expired_before:
-            await writer.send(self._error_event(self._expired_error()))
-            return
-        metadata_only = target.kind in ("PartialObjectMetadata", "PartialObjectMetadataList") or (
-            target.kind == "Table" and plan.include != "Object"
-        )
-        events = self.store.watch(
-            route.resource,
-            resource_version=rv,
-            namespace=route.namespace,
-            metadata_only=metadata_only,
-            timeout_seconds=plan.timeout,
-        )
-        # Label selectors can start or stop matching: like the apiserver, a
-        # change into the selection is ADDED and out of it is DELETED.
-        visible: set[tuple[str, str]] = set()
-        if selector.labels and rv not in ("", "0"):
-            current = await self.store.list(route.resource, namespace=route.namespace)
-            visible = {_key(o) for o in current.items if selector.matches(o)}
-        first_table = True
-        try:
-            async for event in events:
-                kind = self._filtered_type(event, selector, visible)
-                if kind is None:
-                    continue
-                obj = event.object
-                if target.kind == "Table":
-                    rv_now = (obj.get("metadata") or {}).get("resourceVersion")
-                    obj = _table([obj], target.version, plan.include, rv_now, headers=first_table)
-                    first_table = False
-                elif target.kind is not None and target.version != "v1":
-                    obj = _partial(obj, target.version)
-                await writer.send(_encode({"type": kind, "object": obj}) + b"\n")
-        except APIError as exc:
-            await writer.send(self._error_event(exc))
-        finally:
-            # The store's watch is an async generator: close it deterministically.
-            aclose = getattr(events, "aclose", None)
-            if aclose is not None:
-                with anyio.CancelScope(shield=True):
-                    await aclose()
-
-    @staticmethod
-    def _filtered_type(
-        event: WatchEvent, selector: _Filter, visible: set[tuple[str, str]]
-    ) -> str | None:
-        if selector.empty:
-            return event.type
-        key = _key(event.object)
-        matches = selector.matches(event.object)
-        if event.type == "DELETED":
-            if matches or key in visible:
-                visible.discard(key)
-                return "DELETED"
-            return None
-        if matches:
-            seen = key in visible
-            visible.add(key)
-            return "MODIFIED" if seen and event.type == "MODIFIED" else "ADDED"
-        if key in visible:
-            visible.discard(key)
-            return "DELETED"
-        return None
-
     # ------------------------------------------------------------------ fault injection
 
     def inject(
@@ -1456,11 +727,6 @@ class KubeAPIServer:
             tg.start_soon(func, *args)
 
         self._in_loop(start)
-
-
-def _key(obj: JSONDict) -> tuple[str, str]:
-    meta = obj.get("metadata") or {}
-    return (meta.get("namespace") or "", meta.get("name") or "")
 
 
 @asynccontextmanager

@@ -1,0 +1,117 @@
+"""Discovery of the REST facade: /api, /apis, group and resource lists."""
+
+from __future__ import annotations
+
+from ownergc.errors import (
+    Unavailable,
+)
+from ownergc.protocols import APIResource, JSONDict
+
+from ._facade_base import (
+    _ALL_CATEGORY,
+    _SHORT_NAMES,
+    FacadeState,
+)
+from ._negotiation import (
+    _json_response,
+    _Response,
+)
+
+__all__ = ["DiscoveryRoutes"]
+
+
+class DiscoveryRoutes(FacadeState):
+    """The discovery documents kubectl and client-go read."""
+
+    def _api_versions(self) -> _Response:
+        address = self.url.removeprefix("http://")
+        return _json_response(
+            200,
+            {
+                "kind": "APIVersions",
+                "versions": ["v1"],
+                "serverAddressByClientCIDRs": [
+                    {"clientCIDR": "0.0.0.0/0", "serverAddress": address}
+                ],
+            },
+        )
+
+    async def _discovered(self) -> tuple[dict[str, list[APIResource]], dict[str, str]]:
+        """Served resources by ``group/version`` (preferred version first per group)."""
+        result = await self.store.discover()
+        by_gv: dict[str, list[APIResource]] = {}
+        for r in sorted(result.resources, key=lambda r: not r.preferred):
+            by_gv.setdefault(r.api_version, []).append(r)
+        return by_gv, dict(result.failed)
+
+    async def _group_list(self) -> JSONDict:
+        by_gv, failed = await self._discovered()
+        groups: dict[str, list[str]] = {}
+        preferred: dict[str, str] = {}
+        for resources in by_gv.values():
+            group, version = resources[0].group, resources[0].version
+            if not group:
+                continue
+            versions = groups.setdefault(group, [])
+            if version not in versions:
+                versions.append(version)
+            if resources[0].preferred:
+                preferred.setdefault(group, version)
+        for gv in failed:
+            group, _, version = gv.rpartition("/")
+            if group and version not in groups.setdefault(group, []):
+                groups[group].append(version)
+        return {
+            "kind": "APIGroupList",
+            "apiVersion": "v1",
+            "groups": [
+                self._group_body(name, versions, preferred.get(name, versions[0]))
+                for name, versions in groups.items()
+            ],
+        }
+
+    @staticmethod
+    def _group_body(name: str, versions: list[str], preferred: str) -> JSONDict:
+        ordered = [preferred, *(v for v in versions if v != preferred)]
+        return {
+            "kind": "APIGroup",
+            "apiVersion": "v1",
+            "name": name,
+            "versions": [{"groupVersion": f"{name}/{v}", "version": v} for v in ordered],
+            "preferredVersion": {"groupVersion": f"{name}/{preferred}", "version": preferred},
+        }
+
+    async def _group(self, name: str) -> JSONDict | None:
+        listing = await self._group_list()
+        for group in listing["groups"]:
+            if group["name"] == name:
+                return dict(group)
+        return None
+
+    async def _resource_list(self, group: str, version: str) -> _Response:
+        by_gv, failed = await self._discovered()
+        gv = f"{group}/{version}" if group else version
+        if gv in failed:
+            raise Unavailable(
+                f"the server is currently unable to handle the request ({gv}: {failed[gv]})",
+                reason="ServiceUnavailable",
+            )
+        if gv not in by_gv:
+            raise self._no_route(f"/{gv}")
+        entries = []
+        for r in by_gv[gv]:
+            entry: JSONDict = {
+                "name": r.resource,
+                "singularName": r.kind.lower(),
+                "namespaced": r.namespaced,
+                "kind": r.kind,
+                "verbs": sorted(r.verbs),
+            }
+            short = _SHORT_NAMES.get((r.group, r.resource))
+            if short:
+                entry["shortNames"] = short
+            if (r.group, r.resource) in _ALL_CATEGORY:
+                entry["categories"] = ["all"]
+            entries.append(entry)
+        body = {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv}
+        return _json_response(200, {**body, "resources": entries})

@@ -1,0 +1,194 @@
+"""Watch streams of the REST facade: chunked JSON events from the store's event log."""
+
+from __future__ import annotations
+
+import contextlib
+
+import anyio
+import anyio.abc
+import anyio.from_thread
+from anyio.abc import ByteStream
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from ownergc._kit.http import (
+    ChunkedWriter,
+    Request,
+)
+from ownergc.errors import (
+    APIError,
+    BadRequest,
+    ResourceExpired,
+)
+from ownergc.protocols import WatchEvent
+
+from ._facade_base import (
+    _key,
+    _OpenWatch,
+    _ResourceRoute,
+    _WatchPlan,
+)
+from ._facade_discovery import DiscoveryRoutes
+from ._negotiation import (
+    _JSON_HEADERS,
+    _encode,
+    negotiate,
+)
+from ._printing import (
+    _partial,
+    _table,
+)
+from ._selectors import (
+    _Filter,
+    _filter_from,
+)
+
+__all__ = ["WatchRoutes"]
+
+
+class WatchRoutes(DiscoveryRoutes):
+    """Serving ``?watch=1`` requests."""
+
+    def _watch_plan(self, request: Request, route: _ResourceRoute) -> _WatchPlan:
+        target = negotiate(request.headers.get("accept"), conversions=True)
+        rv = request.param("resourceVersion") or ""
+        if rv and not (rv.isdigit()):
+            raise BadRequest(f"invalid resourceVersion {rv!r}", reason="BadRequest")
+        timeout_text = request.param("timeoutSeconds")
+        timeout: float | None = None
+        if timeout_text:
+            try:
+                timeout = float(int(timeout_text))
+            except ValueError:
+                raise BadRequest(
+                    f"invalid timeoutSeconds {timeout_text!r}", reason="BadRequest"
+                ) from None
+        return _WatchPlan(
+            route=route,
+            resource_version=rv,
+            timeout=timeout,
+            target=target,
+            filter=_filter_from(request),
+            include=request.param("includeObject") or "PartialObjectMetadata",
+        )
+
+    async def _stream_watch(
+        self, plan: _WatchPlan, stream: ByteStream, reader: BufferedByteReceiveStream
+    ) -> bool:
+        """Stream events as newline-delimited JSON in chunks; returns keep-alive.
+
+        Errors after the stream started (too old resourceVersion, a store
+        fault) become an ERROR event carrying a Status, as kube-apiserver's
+        watch cache sends them, and the stream ends cleanly.
+        """
+        writer = ChunkedWriter(stream)
+        await writer.start(200, _JSON_HEADERS)
+        handle = _OpenWatch(anyio.CancelScope())
+        self._watches.add(handle)
+        peer_closed = False
+        try:
+            async with anyio.create_task_group() as tg:
+
+                async def watch_peer() -> None:
+                    nonlocal peer_closed
+                    # A client sends nothing while it watches: any read result
+                    # (EOF or stray bytes) ends the stream.
+                    with contextlib.suppress(Exception):
+                        await reader.receive()
+                    peer_closed = True
+                    handle.scope.cancel()
+
+                tg.start_soon(watch_peer)
+                with handle.scope:
+                    try:
+                        await self._pump_events(plan, writer)
+                    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                        # The client went away mid-event: an ordinary end of a watch.
+                        peer_closed = True
+                tg.cancel_scope.cancel()
+        finally:
+            self._watches.discard(handle)
+        if peer_closed or handle.ending == "drop":
+            # Abrupt end: no terminating chunk, the connection just closes.
+            return False
+        if handle.ending == "expire":
+            await writer.send(self._error_event(self._expired_error()))
+        await writer.finish()
+        return True
+
+    def _expired_error(self) -> ResourceExpired:
+        return ResourceExpired(
+            f"too old resource version: the watch was expired by the server "
+            f"(resourceVersion {self._expired_before})",
+            reason="Expired",
+        )
+
+    @staticmethod
+    def _error_event(error: APIError) -> bytes:
+        return _encode({"type": "ERROR", "object": error.to_status()}) + b"\n"
+
+    async def _pump_events(self, plan: _WatchPlan, writer: ChunkedWriter) -> None:
+        route, target, selector = plan.route, plan.target, plan.filter
+        rv = plan.resource_version
+        if rv and 0 < int(rv) < self._expired_before:
+            await writer.send(self._error_event(self._expired_error()))
+            return
+        metadata_only = target.kind in ("PartialObjectMetadata", "PartialObjectMetadataList") or (
+            target.kind == "Table" and plan.include != "Object"
+        )
+        events = self.store.watch(
+            route.resource,
+            resource_version=rv,
+            namespace=route.namespace,
+            metadata_only=metadata_only,
+            timeout_seconds=plan.timeout,
+        )
+        # Label selectors can start or stop matching: like the apiserver, a
+        # change into the selection is ADDED and out of it is DELETED.
+        visible: set[tuple[str, str]] = set()
+        if selector.labels and rv not in ("", "0"):
+            current = await self.store.list(route.resource, namespace=route.namespace)
+            visible = {_key(o) for o in current.items if selector.matches(o)}
+        first_table = True
+        try:
+            async for event in events:
+                kind = self._filtered_type(event, selector, visible)
+                if kind is None:
+                    continue
+                obj = event.object
+                if target.kind == "Table":
+                    rv_now = (obj.get("metadata") or {}).get("resourceVersion")
+                    obj = _table([obj], target.version, plan.include, rv_now, headers=first_table)
+                    first_table = False
+                elif target.kind is not None and target.version != "v1":
+                    obj = _partial(obj, target.version)
+                await writer.send(_encode({"type": kind, "object": obj}) + b"\n")
+        except APIError as exc:
+            await writer.send(self._error_event(exc))
+        finally:
+            # The store's watch is an async generator: close it deterministically.
+            aclose = getattr(events, "aclose", None)
+            if aclose is not None:
+                with anyio.CancelScope(shield=True):
+                    await aclose()
+
+    @staticmethod
+    def _filtered_type(
+        event: WatchEvent, selector: _Filter, visible: set[tuple[str, str]]
+    ) -> str | None:
+        if selector.empty:
+            return event.type
+        key = _key(event.object)
+        matches = selector.matches(event.object)
+        if event.type == "DELETED":
+            if matches or key in visible:
+                visible.discard(key)
+                return "DELETED"
+            return None
+        if matches:
+            seen = key in visible
+            visible.add(key)
+            return "MODIFIED" if seen and event.type == "MODIFIED" else "ADDED"
+        if key in visible:
+            visible.discard(key)
+            return "DELETED"
+        return None

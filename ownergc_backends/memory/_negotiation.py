@@ -1,0 +1,162 @@
+"""Content negotiation of the REST facade: Accept media ranges (JSON, Table, PartialObjectMetadata),
+request bodies, and the JSON / Status responses.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Final, NamedTuple
+
+from ownergc._kit.http import (
+    Request,
+)
+from ownergc.errors import (
+    APIError,
+    BadRequest,
+    UnsupportedPatchType,
+    error_for_status,
+)
+
+__all__ = [
+    "_JSON",
+    "_JSON_HEADERS",
+    "_META_GROUP",
+    "_PLAIN",
+    "_HTTPError",
+    "_Response",
+    "_Target",
+    "_check_json_content_type",
+    "_encode",
+    "_error_response",
+    "_json_body",
+    "_json_response",
+    "_media_ranges",
+    "_retry_after_header",
+    "negotiate",
+]
+
+
+_META_GROUP: Final = "meta.k8s.io"
+
+
+_JSON: Final = "application/json"
+
+
+_JSON_HEADERS: Final = (("Content-Type", _JSON), ("Cache-Control", "no-cache, private"))
+
+
+class _HTTPError(Exception):
+    """A non-API error answered with a Status (406, 405 on non-resource paths, …)."""
+
+    def __init__(self, code: int, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.error = error_for_status(code, message, reason=reason)
+
+
+class _Target(NamedTuple):
+    """What the client asked the response to be converted to."""
+
+    kind: str | None  # None: the object itself; else PartialObjectMetadata[List] / Table
+    version: str = "v1"
+
+
+_PLAIN = _Target(None)
+
+
+def _media_ranges(accept: str) -> list[tuple[str, dict[str, str]]]:
+    """The Accept header's media ranges, highest q first (stable for ties)."""
+    ranges: list[tuple[float, int, str, dict[str, str]]] = []
+    for index, item in enumerate(accept.split(",")):
+        parts = [p.strip() for p in item.split(";")]
+        media = parts[0].lower()
+        if not media:
+            continue
+        params: dict[str, str] = {}
+        for p in parts[1:]:
+            key, _, value = p.partition("=")
+            params[key.strip().lower()] = value.strip().strip('"')
+        try:
+            q = float(params.pop("q", "1"))
+        except ValueError:
+            q = 1.0
+        if q > 0:
+            ranges.append((-q, index, media, params))
+    ranges.sort()
+    return [(media, params) for _, _, media, params in ranges]
+
+
+def negotiate(accept: str | None, *, conversions: bool) -> _Target:
+    """Pick the response form as kube-apiserver does: the first acceptable media range.
+
+    Only JSON is served. ``as=`` conversions are acceptable on resource
+    endpoints (``conversions``); a range asking for a conversion this
+    server does not do (aggregated discovery, say) is skipped, so that the
+    client's plain ``application/json`` fallback is chosen.
+    """
+    if not accept:
+        return _PLAIN
+    for media, params in _media_ranges(accept):
+        if media not in (_JSON, "application/*", "*/*"):
+            continue
+        as_kind = params.get("as")
+        if as_kind is None:
+            return _PLAIN
+        if not conversions or params.get("g") != _META_GROUP:
+            continue
+        version = params.get("v", "")
+        if as_kind in ("PartialObjectMetadata", "PartialObjectMetadataList", "Table") and (
+            version in ("v1", "v1beta1")
+        ):
+            return _Target(as_kind, version)
+    raise _HTTPError(
+        406,
+        "NotAcceptable",
+        "only the following media types are accepted: application/json "
+        "(with as=PartialObjectMetadata, PartialObjectMetadataList or Table;g=meta.k8s.io)",
+    )
+
+
+def _json_body(data: bytes, what: str) -> Any:
+    try:
+        return json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BadRequest(f"{what} is not valid JSON: {exc}", reason="BadRequest") from None
+
+
+def _check_json_content_type(request: Request) -> None:
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type not in ("", _JSON, "*/*"):
+        raise UnsupportedPatchType(
+            f'the body of the request was in an unknown format "{content_type}": this server '
+            "accepts only application/json",
+            reason="UnsupportedMediaType",
+        )
+
+
+def _encode(body: Any) -> bytes:
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+def _retry_after_header(seconds: float) -> str:
+    """Whole seconds, rounded up: the only form HTTP (and urllib3, client-go) accept."""
+    return str(max(0, math.ceil(seconds)))
+
+
+@dataclass(slots=True)
+class _Response:
+    status: int
+    body: bytes
+    headers: list[tuple[str, str]] = field(default_factory=lambda: list(_JSON_HEADERS))
+
+
+def _json_response(status: int, body: Any) -> _Response:
+    return _Response(status, _encode(body))
+
+
+def _error_response(error: APIError) -> _Response:
+    response = _json_response(error.code, error.to_status())
+    if error.retry_after is not None:
+        response.headers.append(("Retry-After", _retry_after_header(error.retry_after)))
+    return response
