@@ -71,6 +71,8 @@ class StoreCore:
     _faults: builtins.list[_Fault]
     _terminating_namespaces: bool
     _crd_served: dict[tuple[str, str], str]
+    #: CRDs whose cleanup is running (their objects' removals must not re-enter it).
+    _crd_cleaning: set[str]
 
     @contextmanager
     def _write(self) -> Iterator[list[anyio.Event]]:

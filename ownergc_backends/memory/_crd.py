@@ -15,7 +15,17 @@ from typing import Any
 
 from ._validation import FieldError
 
-__all__ = ["CRDServing", "crd_serving", "crd_status", "version_priority_key"]
+#: apiextensions-apiserver adds it to every CRD; its finalizer controller deletes the custom
+#: objects of a deleted CRD, waits until they are gone, then removes it.
+CRD_CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
+
+__all__ = [
+    "CRD_CLEANUP_FINALIZER",
+    "CRDServing",
+    "crd_serving",
+    "crd_status",
+    "version_priority_key",
+]
 
 _VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
 _DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")

@@ -343,4 +343,19 @@ class StoreRegistry(StoreCore):
         self._emit(storage, "DELETED", gone, wake)
         if self._is_crd_storage(storage):
             self._crd_removed_locked(gone, wake)
+        else:
+            crd = self._crd_serving_storage(storage)
+            if crd is not None:
+                self._crd_instance_removed_locked(crd, wake)
         return gone
+
+    def _crd_serving_storage(self, storage: _Storage) -> JSONDict | None:
+        """The CRD that serves ``storage``, if a CRD does."""
+        name = self._crd_served.get((storage.spec.group, storage.spec.resource))
+        if name is None:
+            return None
+        crds = self._storages[("apiextensions.k8s.io", "customresourcedefinitions")]
+        return crds.lookup("", name)
+
+    def _crd_instance_removed_locked(self, crd: JSONDict, wake: builtins.list[anyio.Event]) -> None:
+        """A custom object of ``crd`` was removed (the CRD cleanup hooks in here)."""

@@ -12,6 +12,7 @@ from ownergc.errors import (
     AlreadyExists,
     BadRequest,
     Forbidden,
+    MethodNotAllowed,
     NotFound,
     ServerTimeout,
 )
@@ -21,7 +22,7 @@ from ownergc.protocols import (
     PropagationPolicy,
 )
 
-from ._crd import CRDServing
+from ._crd import CRD_CLEANUP_FINALIZER, CRDServing
 from ._deletion import (
     deletion_finalizers_for_garbage_collection,
     mark_as_deleting,
@@ -98,6 +99,12 @@ class StoreWrites(StoreRegistry):
         """Create; with ``load`` the object keeps the uid, timestamps, generation and
         deletion state it carries (a copy of an object from elsewhere)."""
         spec = storage.spec
+        crd = self._crd_serving_storage(storage)
+        if crd is not None and "deletionTimestamp" in _meta(crd) and not load:
+            raise MethodNotAllowed(
+                "create not allowed while custom resource definition is terminating",
+                reason="MethodNotAllowed",
+            )
         body = self._body(obj, "the object to create")
         self._check_type(storage, body)
         meta = self._decode_meta(body.get("metadata"))
@@ -202,6 +209,9 @@ class StoreWrites(StoreRegistry):
             serving, crd_errors = self._crd_admit(stored, None)
             if crd_errors:
                 raise self._invalid(storage, name, crd_errors)
+            finalizers = meta.setdefault("finalizers", [])
+            if CRD_CLEANUP_FINALIZER not in finalizers and not load:
+                finalizers.append(CRD_CLEANUP_FINALIZER)
         out = self._store_locked(storage, "ADDED", stored, wake)
         if serving is not None:
             self._crd_serve_locked(name, serving, wake)
@@ -402,8 +412,66 @@ class StoreWrites(StoreRegistry):
             updated["metadata"] = _ordered(updated_meta)
             if json_equal(updated, existing):
                 return existing  # nothing changed: no write, no event
-            return self._store_locked(storage, "MODIFIED", updated, wake)
+            kept = self._store_locked(storage, "MODIFIED", updated, wake)
+            if self._is_crd_storage(storage):
+                return self._crd_cleanup_locked(kept, wake)
+            return kept
         self._remove_locked(storage, namespace, name, existing, wake)
+        return None
+
+    # -- the CRD finalizer (apiextensions-apiserver's finalizer controller, run inline)
+
+    def _crd_instance_removed_locked(self, crd: JSONDict, wake: list[anyio.Event]) -> None:
+        meta = _meta(crd)
+        if "deletionTimestamp" in meta and meta["name"] not in self._crd_cleaning:
+            self._crd_cleanup_locked(crd, wake)
+
+    def _crd_cleanup_locked(self, crd: JSONDict, wake: list[anyio.Event]) -> JSONDict | None:
+        """Delete a terminating CRD's custom objects; once none is left, drop the finalizer.
+
+        Objects held by finalizers of their own keep the CRD (and the kind) until
+        they go, as with kube-apiserver; returns the CRD, or None once removed.
+        """
+        meta = _meta(crd)
+        name = meta["name"]
+        if CRD_CLEANUP_FINALIZER not in meta.get("finalizers", ()):
+            return crd
+        remaining = 0
+        self._crd_cleaning.add(name)
+        try:
+            for key, owner in list(self._crd_served.items()):
+                storage = self._storages.get(key)
+                if owner != name or storage is None:
+                    continue
+                version = storage.spec.preferred_version
+                for obj in list(storage.iter_sorted(None)):
+                    om = _meta(obj)
+                    if "deletionTimestamp" not in om:
+                        ns = om.get("namespace", "")
+                        self._delete_locked(
+                            storage, version, ns, om["name"], None, None, None, wake
+                        )
+                remaining += storage.count()
+        finally:
+            self._crd_cleaning.discard(name)
+        crds = self._storages[("apiextensions.k8s.io", "customresourcedefinitions")]
+        current = crds.lookup("", name)
+        if current is None:
+            return None
+        updated = _with_terminating_condition(current, remaining, format_time(self._clock()))
+        if remaining:
+            if json_equal(updated, current):
+                return current
+            return self._store_locked(crds, "MODIFIED", updated, wake)
+        umeta = dict(_meta(updated))
+        finalizers = [f for f in umeta.get("finalizers", ()) if f != CRD_CLEANUP_FINALIZER]
+        if finalizers:
+            umeta["finalizers"] = finalizers
+            updated["metadata"] = umeta
+            return self._store_locked(crds, "MODIFIED", updated, wake)
+        umeta.pop("finalizers", None)
+        updated["metadata"] = umeta
+        self._remove_locked(crds, "", name, updated, wake)
         return None
 
     def _delete_namespace_locked(
@@ -447,3 +515,23 @@ class StoreWrites(StoreRegistry):
         if self._namespace_held(storage, existing):
             return existing
         return None
+
+
+def _with_terminating_condition(crd: JSONDict, remaining: int, now: str) -> JSONDict:
+    """The CRD with kube-apiserver's ``Terminating`` condition for a deletion in progress."""
+    status = dict(crd.get("status") or {})
+    before = status.get("conditions") or []
+    old = next((c for c in before if c.get("type") == "Terminating"), None)
+    condition = {
+        "type": "Terminating",
+        "status": "True",
+        "lastTransitionTime": old.get("lastTransitionTime", now) if old else now,
+        "reason": "InstanceDeletionInProgress" if remaining else "InstanceDeletionCompleted",
+        "message": "CustomResource deletion is in progress"
+        if remaining
+        else "removed all instances",
+    }
+    status["conditions"] = [c for c in before if c.get("type") != "Terminating"] + [condition]
+    out = dict(crd)
+    out["status"] = status
+    return out

@@ -109,8 +109,7 @@ class InMemoryStore(StoreWrites):
     kube-apiserver does: creating one serves its kind (served versions, the
     highest-priority one preferred, namespaced or cluster-scoped) and fills
     its status (NamesAccepted, Established, storedVersions); an update
-    changes the served versions; removing it stops serving the kind and
-    removes its objects.
+    changes the served versions; removing it stops serving the kind.
 
     Deliberate differences from kube-apiserver, all invisible to a GC:
 
@@ -133,8 +132,10 @@ class InMemoryStore(StoreWrites):
       ``kube-public`` cannot be deleted). ``spec.finalizers`` of a namespace
       can be changed by any update (kube-apiserver only allows it through
       the ``/finalize`` subresource, which is not served).
-    * A CRD has no ``customresourcecleanup`` finalizer: when it is removed
-      its objects go at once (finalizers on them are not waited for).
+    * The CRD finalizer (``customresourcecleanup.apiextensions.k8s.io``, added
+      to every CRD) runs inline: deleting a CRD deletes its objects at once,
+      and the CRD goes when the last of them does (objects held by their own
+      finalizers keep it Terminating, as with kube-apiserver).
     * core/v1 and events.k8s.io/v1 Events are stored separately (Kubernetes
       serves one storage through both groups).
     * Creating an object that carries ``metadata.resourceVersion`` is a 400
@@ -173,6 +174,7 @@ class InMemoryStore(StoreWrites):
         self._terminating_namespaces = terminating_namespaces
         #: (group, resource) served because of a CRD -> the CRD's name.
         self._crd_served: dict[tuple[str, str], str] = {}
+        self._crd_cleaning: set[str] = set()
         for spec in BUILTIN_RESOURCES:
             self._install(spec)
         namespaces = self._storages[("", "namespaces")]

@@ -186,8 +186,7 @@ spec:
 
 
 def test_crd_held_by_its_remaining_custom_objects(kubectl: Kubectl, served: Served) -> None:
-    # The in-memory store adds no customresourcecleanup finalizer itself (a known gap):
-    # the CRD carries it as kube-apiserver would have added it.
+    # The store adds the customresourcecleanup finalizer itself, as kube-apiserver does.
     kubectl.apply(
         "crd.yaml",
         """
@@ -195,7 +194,6 @@ apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
   name: widgets.example.com
-  finalizers: [customresourcecleanup.apiextensions.k8s.io]
 spec:
   group: example.com
   names: {kind: Widget, plural: widgets, singular: widget}
@@ -220,7 +218,6 @@ kind: Widget
 metadata: {name: w1, namespace: crs, finalizers: [example.com/teardown]}
 """,
     )
-    kubectl.run("delete", "widget", "w1", "-n", "crs", "--wait=false")
     kubectl.run("delete", "crd", "widgets.example.com", "--wait=false")
 
     answer = why("crd/widgets.example.com", kubeconfig=served.kubeconfig)

@@ -1,7 +1,5 @@
 """A pytest-asyncio test suite (auto mode: no markers) using ownergc's fixtures unchanged."""
 
-import pytest
-
 OWNER = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "o", "namespace": "default"}}
 
 
