@@ -67,6 +67,8 @@ class ResourceSpec:
     #: PUT without ``metadata.resourceVersion`` is allowed (False for custom resources).
     allow_unconditional_update: bool = True
     name_rule: NameRule = NameRule.DNS_SUBDOMAIN
+    #: Objects computed by the apiserver on read (ComponentStatus): no uid, no timestamps.
+    computed: bool = False
 
     def gc_policy(self, version: str) -> GCPolicy:
         return self.gc_policies.get(version, GCPolicy.BACKGROUND)
@@ -96,21 +98,28 @@ def _builtin(
     policy: GCPolicy = GCPolicy.BACKGROUND,
     verbs: frozenset[str] = STANDARD_VERBS,
     name_rule: NameRule = NameRule.DNS_SUBDOMAIN,
+    older: tuple[str, ...] = (),
+    computed: bool = False,
 ) -> ResourceSpec:
+    """A built-in resource served at ``version`` (preferred) and the ``older`` versions."""
+    versions = (version, *older)
     return ResourceSpec(
         group=group,
         resource=resource,
         kind=kind,
         namespaced=namespaced,
-        versions=(version,),
+        versions=versions,
         preferred_version=version,
         verbs=verbs,
-        gc_policies={version: policy},
+        gc_policies={v: policy for v in versions},
         name_rule=name_rule,
+        computed=computed,
     )
 
 
 _RBAC = "rbac.authorization.k8s.io"
+_FLOWCONTROL = "flowcontrol.apiserver.k8s.io"
+_ADMISSION = "admissionregistration.k8s.io"
 
 #: Served from the start, in discovery order.
 BUILTIN_RESOURCES: tuple[ResourceSpec, ...] = (
@@ -133,12 +142,97 @@ BUILTIN_RESOURCES: tuple[ResourceSpec, ...] = (
     _builtin("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim"),
     _builtin("", "v1", "persistentvolumes", "PersistentVolume", namespaced=False),
     _builtin("", "v1", "events", "Event", policy=GCPolicy.UNSUPPORTED),
+    _builtin("", "v1", "endpoints", "Endpoints"),
+    _builtin("", "v1", "limitranges", "LimitRange"),
+    _builtin("", "v1", "podtemplates", "PodTemplate"),
+    _builtin("", "v1", "resourcequotas", "ResourceQuota"),
+    # Computed by the apiserver on each read: listable, not deletable, no uid.
+    _builtin(
+        "",
+        "v1",
+        "componentstatuses",
+        "ComponentStatus",
+        namespaced=False,
+        verbs=frozenset({"get", "list"}),
+        computed=True,
+    ),
+    _builtin(
+        _ADMISSION,
+        "v1",
+        "mutatingwebhookconfigurations",
+        "MutatingWebhookConfiguration",
+        namespaced=False,
+    ),
+    _builtin(
+        _ADMISSION,
+        "v1",
+        "validatingwebhookconfigurations",
+        "ValidatingWebhookConfiguration",
+        namespaced=False,
+    ),
+    # The core group's APIService is named "v1." (version.group, empty group).
+    _builtin(
+        "apiregistration.k8s.io",
+        "v1",
+        "apiservices",
+        "APIService",
+        namespaced=False,
+        name_rule=NameRule.PATH_SEGMENT,
+    ),
+    _builtin("apps", "v1", "controllerrevisions", "ControllerRevision"),
     _builtin("apps", "v1", "deployments", "Deployment"),
     _builtin("apps", "v1", "replicasets", "ReplicaSet"),
     _builtin("apps", "v1", "daemonsets", "DaemonSet"),
     _builtin("apps", "v1", "statefulsets", "StatefulSet"),
     _builtin("batch", "v1", "jobs", "Job", policy=GCPolicy.ORPHAN),
-    _builtin("batch", "v1", "cronjobs", "CronJob"),
+    _builtin("batch", "v1", "cronjobs", "CronJob", older=("v1beta1",)),
+    _builtin(
+        "autoscaling",
+        "v2",
+        "horizontalpodautoscalers",
+        "HorizontalPodAutoscaler",
+        older=("v1", "v2beta2", "v2beta1"),
+    ),
+    _builtin(
+        "certificates.k8s.io",
+        "v1",
+        "certificatesigningrequests",
+        "CertificateSigningRequest",
+        namespaced=False,
+    ),
+    _builtin("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", older=("v1beta1",)),
+    _builtin(
+        _FLOWCONTROL, "v1beta2", "flowschemas", "FlowSchema", namespaced=False, older=("v1beta1",)
+    ),
+    _builtin(
+        _FLOWCONTROL,
+        "v1beta2",
+        "prioritylevelconfigurations",
+        "PriorityLevelConfiguration",
+        namespaced=False,
+        older=("v1beta1",),
+    ),
+    _builtin("networking.k8s.io", "v1", "ingresses", "Ingress"),
+    _builtin("networking.k8s.io", "v1", "ingressclasses", "IngressClass", namespaced=False),
+    _builtin("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy"),
+    _builtin(
+        "node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", namespaced=False, older=("v1beta1",)
+    ),
+    _builtin("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", older=("v1beta1",)),
+    _builtin("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False),
+    _builtin("storage.k8s.io", "v1", "storageclasses", "StorageClass", namespaced=False),
+    _builtin("storage.k8s.io", "v1", "csidrivers", "CSIDriver", namespaced=False),
+    _builtin("storage.k8s.io", "v1", "csinodes", "CSINode", namespaced=False),
+    _builtin("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", namespaced=False),
+    # 1.24 serves it in v1beta1 only while storage.k8s.io prefers v1.
+    ResourceSpec(
+        group="storage.k8s.io",
+        resource="csistoragecapacities",
+        kind="CSIStorageCapacity",
+        namespaced=True,
+        versions=("v1beta1",),
+        preferred_version="v1",
+    ),
     _builtin(_RBAC, "v1", "roles", "Role", name_rule=NameRule.PATH_SEGMENT),
     _builtin(_RBAC, "v1", "rolebindings", "RoleBinding", name_rule=NameRule.PATH_SEGMENT),
     _builtin(
@@ -158,7 +252,9 @@ BUILTIN_RESOURCES: tuple[ResourceSpec, ...] = (
         name_rule=NameRule.PATH_SEGMENT,
     ),
     _builtin("coordination.k8s.io", "v1", "leases", "Lease"),
-    _builtin("events.k8s.io", "v1", "events", "Event", policy=GCPolicy.UNSUPPORTED),
+    _builtin(
+        "events.k8s.io", "v1", "events", "Event", policy=GCPolicy.UNSUPPORTED, older=("v1beta1",)
+    ),
     _builtin(
         "apiextensions.k8s.io",
         "v1",

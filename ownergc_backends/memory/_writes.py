@@ -185,10 +185,13 @@ class StoreWrites(StoreRegistry):
                 reason="AlreadyExists",
                 details={"name": name, "group": spec.group, "kind": spec.resource},
             )
-        meta["uid"] = self._uid_factory()
-        meta["creationTimestamp"] = format_time(self._clock())
-        meta["generation"] = 1
-        meta.update(kept)
+        if spec.computed:  # the apiserver computes these on read: no uid, no timestamps
+            meta["creationTimestamp"] = None
+        else:
+            meta["uid"] = self._uid_factory()
+            meta["creationTimestamp"] = format_time(self._clock())
+            meta["generation"] = 1
+            meta.update(kept)
         stored: JSONDict = {
             "apiVersion": f"{spec.group}/{version}" if spec.group else version,
             "kind": spec.kind,
@@ -204,6 +207,8 @@ class StoreWrites(StoreRegistry):
             stored["spec"] = ns_spec
             phase = "Terminating" if "deletionTimestamp" in meta else "Active"
             stored["status"] = {"phase": phase}
+        if spec.group == "apiregistration.k8s.io" and spec.resource == "apiservices":
+            self._api_service_availability(stored, format_time(self._clock()))
         serving: CRDServing | None = None
         if self._is_crd_storage(storage):
             serving, crd_errors = self._crd_admit(stored, None)
@@ -418,6 +423,39 @@ class StoreWrites(StoreRegistry):
             return kept
         self._remove_locked(storage, namespace, name, existing, wake)
         return None
+
+    def _api_service_availability(self, svc: JSONDict, now: str) -> None:
+        """kube-aggregator's availability check, for an APIService that states none.
+
+        A local APIService (no ``spec.service``) is always available; an
+        aggregated one is not here, since no extension server runs in memory:
+        its Service is missing or has no endpoints. A status given with the
+        object is kept (tests use it to stage an available extension).
+        """
+        status = svc.setdefault("status", {})
+        conditions = status.setdefault("conditions", [])
+        if any(c.get("type") == "Available" for c in conditions):
+            return
+        service = (svc.get("spec") or {}).get("service")
+        if not service:
+            state = ("True", "Local", "Local APIServices are always available")
+        else:
+            ns, name = service.get("namespace", ""), service.get("name", "")
+            if self._storages[("", "services")].lookup(ns, name) is None:
+                state = ("False", "ServiceNotFound", f'service/{name} in "{ns}" is not present')
+            else:
+                why = f'endpoints for service/{name} in "{ns}" have no addresses'
+                state = ("False", "MissingEndpoints", why)
+        status_, reason, message = state
+        conditions.append(
+            {
+                "type": "Available",
+                "status": status_,
+                "lastTransitionTime": now,
+                "reason": reason,
+                "message": message,
+            }
+        )
 
     # -- the CRD finalizer (apiextensions-apiserver's finalizer controller, run inline)
 

@@ -191,7 +191,7 @@ class InMemoryStore(StoreWrites):
         if fault is not None:
             raise fault
         with self._lock:
-            failed = dict(self._discovery_failures)
+            failed = {**self._unavailable_api_services(), **self._discovery_failures}
             resources = tuple(
                 r
                 for storage in self._storages.values()
@@ -199,6 +199,30 @@ class InMemoryStore(StoreWrites):
                 if r.api_version not in failed
             )
         return DiscoveryResult(resources=resources, failed=failed)
+
+    def _unavailable_api_services(self) -> dict[str, str]:
+        """Group versions of aggregated APIServices that are not Available.
+
+        kube-apiserver proxies their discovery to the extension server; when it
+        is down, discovery of that group version fails with a 503, which is
+        what makes namespace deletion hang (NamespaceDeletionDiscoveryFailure).
+        An in-memory store has no extension servers: an APIService with a
+        ``spec.service`` is unavailable (its status says why) unless a status
+        given with it says Available.
+        """
+        storage = self._storages.get(("apiregistration.k8s.io", "apiservices"))
+        failed: dict[str, str] = {}
+        for svc in storage.iter_sorted(None) if storage is not None else ():
+            spec = svc.get("spec") or {}
+            if not spec.get("service"):
+                continue  # local: served by kube-apiserver itself
+            conditions = (svc.get("status") or {}).get("conditions") or []
+            if any(c.get("type") == "Available" and c.get("status") == "True" for c in conditions):
+                continue
+            group, version = spec.get("group", ""), spec.get("version", "")
+            gv = f"{group}/{version}" if group else str(version)
+            failed[gv] = "the server is currently unable to handle the request"
+        return failed
 
     async def list(
         self,
@@ -550,7 +574,9 @@ class InMemoryStore(StoreWrites):
         """
         out: builtins.list[JSONDict] = []
         with self._write() as wake:
-            uids = {_meta(o)["uid"] for st in self._storages.values() for o in st.iter_sorted(None)}
+            uids = {
+                _meta(o).get("uid") for st in self._storages.values() for o in st.iter_sorted(None)
+            }
             for obj in objects:
                 if not isinstance(obj, dict):
                     raise BadRequest(f"the object to load must be a JSON object, got {obj!r}")
@@ -572,7 +598,7 @@ class InMemoryStore(StoreWrites):
                 stored = self._create_locked(
                     storage, version, None, obj, wake, admit=False, load=True
                 )
-                uids.add(_meta(stored)["uid"])
+                uids.add(_meta(stored).get("uid"))
                 out.append(self._render(storage, stored, version, False))
         return out
 

@@ -3,7 +3,9 @@ custom kinds, the request log and fault injection."""
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -43,44 +45,50 @@ def test_is_an_object_store(store: InMemoryStore) -> None:
 # ---------------------------------------------------------------------------
 # Discovery and mapping
 
-BUILTINS = [
-    ("", "namespaces", "Namespace", False),
-    ("", "nodes", "Node", False),
-    ("", "pods", "Pod", True),
-    ("", "configmaps", "ConfigMap", True),
-    ("", "secrets", "Secret", True),
-    ("", "services", "Service", True),
-    ("", "serviceaccounts", "ServiceAccount", True),
-    ("", "replicationcontrollers", "ReplicationController", True),
-    ("", "persistentvolumeclaims", "PersistentVolumeClaim", True),
-    ("", "persistentvolumes", "PersistentVolume", False),
-    ("", "events", "Event", True),
-    ("apps", "deployments", "Deployment", True),
-    ("apps", "replicasets", "ReplicaSet", True),
-    ("apps", "daemonsets", "DaemonSet", True),
-    ("apps", "statefulsets", "StatefulSet", True),
-    ("batch", "jobs", "Job", True),
-    ("batch", "cronjobs", "CronJob", True),
-    ("rbac.authorization.k8s.io", "roles", "Role", True),
-    ("rbac.authorization.k8s.io", "rolebindings", "RoleBinding", True),
-    ("rbac.authorization.k8s.io", "clusterroles", "ClusterRole", False),
-    ("rbac.authorization.k8s.io", "clusterrolebindings", "ClusterRoleBinding", False),
-    ("coordination.k8s.io", "leases", "Lease", True),
-    ("events.k8s.io", "events", "Event", True),
-    ("apiextensions.k8s.io", "customresourcedefinitions", "CustomResourceDefinition", False),
-]
+REAL = Path(__file__).parents[1] / "data" / "real-apiserver-1.24" / "discovery.json"
 
 
-async def test_discovery_lists_the_builtins_with_verbs(store: InMemoryStore) -> None:
+def real_resources() -> dict[tuple[str, str], tuple[str, bool, frozenset[str], list[str], str]]:
+    """What a real 1.24 kube-apiserver serves (tests/data/real-apiserver-1.24): resources
+    that store objects (create-only reviews and bindings aside), by (group, resource):
+    kind, namespaced, verbs, served versions, preferred version."""
+    docs = json.loads(REAL.read_text())
+    preferred = {g["name"]: g["preferredVersion"]["version"] for g in docs["/apis"]["groups"]}
+    out: dict[tuple[str, str], tuple[str, bool, frozenset[str], list[str], str]] = {}
+    for doc in docs.values():
+        gv = doc.get("groupVersion")
+        if not gv:
+            continue
+        group, _, version = gv.rpartition("/")
+        for r in doc["resources"]:
+            if "/" in r["name"] or "list" not in r["verbs"]:
+                continue
+            key = (group, r["name"])
+            entry = out.setdefault(
+                key,
+                (r["kind"], r["namespaced"], frozenset(r["verbs"]), [], preferred.get(group, "v1")),
+            )
+            entry[3].append(version)
+    return out
+
+
+async def test_discovery_serves_what_a_real_apiserver_serves(store: InMemoryStore) -> None:
     result = await store.discover()
     assert result.failed == {}
-    found = {(r.group, r.resource): r for r in result.resources}
-    for group, resource, kind, namespaced in BUILTINS:
-        r = found[(group, resource)]
-        assert (r.kind, r.namespaced, r.version, r.preferred) == (kind, namespaced, "v1", True)
-        assert {"delete", "list", "watch", "get", "patch", "create"} <= r.verbs
-    assert len(result.resources) == len(BUILTINS)
-    assert "deletecollection" not in found[("", "namespaces")].verbs
+    served = {(r.group, r.resource, r.version): r for r in result.resources}
+    real = real_resources()
+    for (group, resource), (kind, namespaced, verbs, versions, pref) in real.items():
+        if (group, resource) == ("policy", "podsecuritypolicies"):
+            continue  # removed in 1.25; not served
+        for version in versions:
+            r = served[(group, resource, version)]
+            assert (r.kind, r.namespaced) == (kind, namespaced), (group, resource)
+            assert r.preferred == (version == pref), (group, resource, version)
+            # deletecollection is advertised; the rest of the verbs are exact
+            assert r.verbs == verbs, (group, resource)
+    assert "deletecollection" not in served[("", "namespaces", "v1")].verbs
+    extra = {(r.group, r.resource) for r in result.resources} - set(real)
+    assert not extra
 
 
 async def test_discovery_failure_hides_a_group_version(store: InMemoryStore) -> None:

@@ -339,3 +339,46 @@ def test_unknown_kind_exits_2(served: Served) -> None:
     result = ownergc("why", "gizmo/x", "--kubeconfig", str(served.kubeconfig))
     assert result.returncode == 2
     assert "doesn't have a resource type 'gizmo'" in result.stderr
+
+
+def test_namespace_held_by_an_unavailable_aggregated_api(kubectl: Kubectl, served: Served) -> None:
+    # An aggregated APIService whose server is not running: the store's discovery of
+    # metrics.k8s.io/v1beta1 fails (503), so ownergc serve's namespace controller cannot
+    # list everything in a namespace and keeps it Terminating, as kube-controller-manager.
+    kubectl.apply(
+        "apiservice.yaml",
+        """
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {name: v1beta1.metrics.k8s.io}
+spec:
+  group: metrics.k8s.io
+  version: v1beta1
+  groupPriorityMinimum: 100
+  versionPriority: 100
+  service: {namespace: kube-system, name: metrics-server, port: 443}
+""",
+    )
+    kubectl.run("create", "namespace", "monitoring")
+    kubectl.run("create", "configmap", "settings", "-n", "monitoring")
+    kubectl.run("delete", "namespace", "monitoring", "--wait=false")
+    wait_for(
+        lambda: "NamespaceDeletionDiscoveryFailure" in _true_conditions(kubectl, "monitoring"),
+        what="the namespace controller's discovery failure condition",
+    )
+    # What can be listed is still deleted; the namespace itself stays.
+    wait_for(
+        lambda: not kubectl.exists("configmap", "settings", "-n", "monitoring"),
+        what="the namespace's content deleted",
+    )
+    assert kubectl.exists("namespace", "monitoring")
+
+    answer = why("namespace/monitoring", kubeconfig=served.kubeconfig)
+
+    assert answer["verdict"] == "deleting"
+    [cause] = with_code(answer, "namespace.apiServiceUnavailable")
+    assert cause["object"]["name"] == "v1beta1.metrics.k8s.io"
+    assert "metrics.k8s.io/v1beta1" in cause["summary"]
+    assert "kubectl delete apiservice v1beta1.metrics.k8s.io" in [
+        s["command"] for s in cause["nextSteps"]
+    ]
