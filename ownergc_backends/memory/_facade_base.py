@@ -141,6 +141,11 @@ class _ResourceRoute:
     namespace: str | None
     name: str | None
 
+    @property
+    def key(self) -> str:
+        """Which collection this route names (continue tokens are bound to one)."""
+        return f"{self.resource}|{self.namespace or ''}"
+
 
 @dataclass(slots=True)
 class _WatchPlan:
@@ -150,6 +155,10 @@ class _WatchPlan:
     target: _Target
     filter: _Filter
     include: str
+    #: ``sendInitialEvents``: the current objects first, then the initial-events-end bookmark.
+    send_initial: bool = False
+    #: ``allowWatchBookmarks``: the client takes BOOKMARK events.
+    bookmarks: bool = False
 
 
 @dataclass(slots=True)
@@ -217,6 +226,8 @@ class FacadeState:
     _portal: anyio.from_thread.BlockingPortal | None
     _task_group: anyio.abc.TaskGroup | None
     _loop_thread: int | None
+    #: Seconds between BOOKMARK events on an idle watch that allows them.
+    bookmark_interval: float
 
     @staticmethod
     def _no_route(path: str) -> NotFound:

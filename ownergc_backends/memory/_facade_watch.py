@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from dataclasses import dataclass
 
 import anyio
 import anyio.abc
@@ -17,9 +18,10 @@ from ownergc._kit.http import (
 from ownergc.errors import (
     APIError,
     BadRequest,
+    Invalid,
     ResourceExpired,
 )
-from ownergc.protocols import WatchEvent
+from ownergc.protocols import JSONDict, WatchEvent
 
 from ._facade_base import (
     _key,
@@ -32,6 +34,7 @@ from ._negotiation import (
     _JSON_HEADERS,
     _encode,
     negotiate,
+    query_flag,
 )
 from ._printing import (
     _partial,
@@ -43,6 +46,15 @@ from ._selectors import (
 )
 
 __all__ = ["WatchRoutes"]
+
+
+@dataclass(slots=True)
+class _PumpState:
+    """What one watch stream has sent so far."""
+
+    plan: _WatchPlan
+    first_table: bool
+    resource_version: str = ""
 
 
 class WatchRoutes(DiscoveryRoutes):
@@ -62,6 +74,17 @@ class WatchRoutes(DiscoveryRoutes):
                 raise BadRequest(
                     f"invalid timeoutSeconds {timeout_text!r}", reason="BadRequest"
                 ) from None
+        send_initial = query_flag(request, "sendInitialEvents")
+        bookmarks = query_flag(request, "allowWatchBookmarks")
+        if send_initial and (
+            request.param("resourceVersionMatch") != "NotOlderThan" or not bookmarks
+        ):
+            # kube-apiserver's validation of a watch-list request (1.27+).
+            raise Invalid(
+                "sendInitialEvents requires resourceVersionMatch=NotOlderThan "
+                "and allowWatchBookmarks=true",
+                reason="Invalid",
+            )
         return _WatchPlan(
             route=route,
             resource_version=rv,
@@ -69,6 +92,8 @@ class WatchRoutes(DiscoveryRoutes):
             target=target,
             filter=_filter_from(request),
             include=request.param("includeObject") or "PartialObjectMetadata",
+            send_initial=send_initial,
+            bookmarks=bookmarks,
         )
 
     async def _stream_watch(
@@ -135,6 +160,19 @@ class WatchRoutes(DiscoveryRoutes):
         metadata_only = target.kind in ("PartialObjectMetadata", "PartialObjectMetadataList") or (
             target.kind == "Table" and plan.include != "Object"
         )
+        state = _PumpState(plan, first_table=True)
+        if plan.send_initial:
+            # Watch-list: the current objects as ADDED, then a bookmark saying the
+            # initial events ended; the changes follow from the list's version.
+            listed = await self.store.list(
+                route.resource, namespace=route.namespace, metadata_only=metadata_only
+            )
+            for obj in listed.items:
+                if selector.matches(obj):
+                    await writer.send(self._event_line(state, "ADDED", obj))
+            rv = listed.resource_version
+            await writer.send(self._bookmark(plan, rv, initial_events_end=True))
+        state.resource_version = rv
         events = self.store.watch(
             route.resource,
             resource_version=rv,
@@ -148,20 +186,19 @@ class WatchRoutes(DiscoveryRoutes):
         if selector.labels and rv not in ("", "0"):
             current = await self.store.list(route.resource, namespace=route.namespace)
             visible = {_key(o) for o in current.items if selector.matches(o)}
-        first_table = True
         try:
-            async for event in events:
-                kind = self._filtered_type(event, selector, visible)
-                if kind is None:
-                    continue
-                obj = event.object
-                if target.kind == "Table":
-                    rv_now = (obj.get("metadata") or {}).get("resourceVersion")
-                    obj = _table([obj], target.version, plan.include, rv_now, headers=first_table)
-                    first_table = False
-                elif target.kind is not None and target.version != "v1":
-                    obj = _partial(obj, target.version)
-                await writer.send(_encode({"type": kind, "object": obj}) + b"\n")
+            async with anyio.create_task_group() as tg:
+                if plan.bookmarks:
+                    tg.start_soon(self._send_bookmarks, state, writer)
+                async for event in events:
+                    kind = self._filtered_type(event, selector, visible)
+                    if kind is None:
+                        continue
+                    state.resource_version = event.object.get("metadata", {}).get(
+                        "resourceVersion", state.resource_version
+                    )
+                    await writer.send(self._event_line(state, kind, event.object))
+                tg.cancel_scope.cancel()
         except APIError as exc:
             await writer.send(self._error_event(exc))
         finally:
@@ -170,6 +207,39 @@ class WatchRoutes(DiscoveryRoutes):
             if aclose is not None:
                 with anyio.CancelScope(shield=True):
                     await aclose()
+
+    def _event_line(self, state: _PumpState, kind: str, obj: JSONDict) -> bytes:
+        """One watch event in the representation the client asked for."""
+        plan = state.plan
+        target = plan.target
+        if target.kind == "Table":
+            rv_now = (obj.get("metadata") or {}).get("resourceVersion")
+            obj = _table([obj], target.version, plan.include, rv_now, headers=state.first_table)
+            state.first_table = False
+        elif target.kind is not None and target.version != "v1":
+            obj = _partial(obj, target.version)
+        return _encode({"type": kind, "object": obj}) + b"\n"
+
+    @staticmethod
+    def _bookmark(plan: _WatchPlan, rv: str, *, initial_events_end: bool = False) -> bytes:
+        """A BOOKMARK event: only ``metadata.resourceVersion`` (and its annotation) set."""
+        meta: JSONDict = {"resourceVersion": rv}
+        if initial_events_end:
+            meta["annotations"] = {"k8s.io/initial-events-end": "true"}
+        res = plan.route.resource
+        target = plan.target
+        if target.kind in ("PartialObjectMetadata", "PartialObjectMetadataList"):
+            api_version, kind = f"meta.k8s.io/{target.version}", "PartialObjectMetadata"
+        else:
+            api_version, kind = res.api_version, res.kind
+        obj = {"kind": kind, "apiVersion": api_version, "metadata": meta}
+        return _encode({"type": "BOOKMARK", "object": obj}) + b"\n"
+
+    async def _send_bookmarks(self, state: _PumpState, writer: ChunkedWriter) -> None:
+        """Every ``bookmark_interval`` seconds, a BOOKMARK with the newest version sent."""
+        while True:
+            await anyio.sleep(self.bookmark_interval)
+            await writer.send(self._bookmark(state.plan, state.resource_version))
 
     @staticmethod
     def _filtered_type(

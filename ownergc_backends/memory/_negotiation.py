@@ -35,6 +35,7 @@ __all__ = [
     "_media_ranges",
     "_retry_after_header",
     "negotiate",
+    "query_flag",
 ]
 
 
@@ -160,3 +161,15 @@ def _error_response(error: APIError) -> _Response:
     if error.retry_after is not None:
         response.headers.append(("Retry-After", _retry_after_header(error.retry_after)))
     return response
+
+
+def query_flag(request: Request, name: str) -> bool:
+    """A boolean query parameter read as kube-apiserver reads one.
+
+    Absent is false; present, every value but ``0`` and ``false`` (any case)
+    is true, the empty one included (``watch=True``, ``watch=yes``, ``watch=``).
+    """
+    values = request.query.get(name)
+    if not values:
+        return False
+    return not (values[0] == "0" or values[0].lower() == "false")

@@ -35,6 +35,7 @@ import logging
 import os
 import re
 import threading
+import time
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -87,7 +88,9 @@ from ._negotiation import (
     _Response,
     _Target,
     negotiate,
+    query_flag,
 )
+from ._pages import ContinuePages, limit_of
 from ._printing import (
     _OPENAPI_V2_JSON,
     SERVER_VERSION,
@@ -139,6 +142,8 @@ class KubeAPIServer(WatchRoutes):
         self._portal: anyio.from_thread.BlockingPortal | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
         self._loop_thread: int | None = None
+        self._pages = ContinuePages()
+        self.bookmark_interval = 60.0
 
     # ------------------------------------------------------------------ serving
 
@@ -192,6 +197,7 @@ class KubeAPIServer(WatchRoutes):
         self, request: Request, stream: ByteStream, reader: BufferedByteReceiveStream
     ) -> bool:
         """Answer one request; returns whether the connection stays open."""
+        started = time.monotonic()
         verb = _kube_verb(request)
         self.verb_counts[verb] += 1
         keep_alive = request.keep_alive
@@ -212,8 +218,13 @@ class KubeAPIServer(WatchRoutes):
             )
         if isinstance(result, _WatchPlan):
             self.requests.append(RequestLogEntry(request.method, request.path, 200))
-            return await self._stream_watch(result, stream, reader) and keep_alive
+            _log_request(request, 200, started, "watch opened")
+            try:
+                return await self._stream_watch(result, stream, reader) and keep_alive
+            finally:
+                _log_request(request, 200, started, "watch closed")
         self.requests.append(RequestLogEntry(request.method, request.path, result.status))
+        _log_request(request, result.status, started)
         await write_response(
             stream,
             result.status,
@@ -280,7 +291,7 @@ class KubeAPIServer(WatchRoutes):
         method = request.method
         if route.name is None:
             if method in ("GET", "HEAD"):
-                if request.param("watch") in ("true", "1"):
+                if query_flag(request, "watch"):
                     return self._watch_plan(request, route)
                 return await self._list(request, route)
             if method == "POST":
@@ -343,25 +354,38 @@ class KubeAPIServer(WatchRoutes):
         metadata_only = target.kind == "PartialObjectMetadataList" or (
             target.kind == "Table" and include != "Object"
         )
-        listed = await self.store.list(
-            route.resource, namespace=route.namespace, metadata_only=metadata_only
-        )
-        items = [o for o in listed.items if selector.matches(o)]
-        rv = listed.resource_version
+        token = request.param("continue")
+        if token:
+            items, rv = self._pages.resume(token, route.key)
+        else:
+            listed = await self.store.list(
+                route.resource, namespace=route.namespace, metadata_only=metadata_only
+            )
+            items = [o for o in listed.items if selector.matches(o)]
+            rv = listed.resource_version
+        list_meta: JSONDict = {"resourceVersion": rv}
+        limit = limit_of(request.param("limit"))
+        if limit and len(items) > limit:
+            rest = items[limit:]
+            items = items[:limit]
+            list_meta["continue"] = self._pages.save(rest, rv, route.key)
+            list_meta["remainingItemCount"] = len(rest)
         if target.kind == "Table":
-            return _json_response(200, _table(items, target.version, include, rv))
+            table = _table(items, target.version, include, rv)
+            table["metadata"] = {**table.get("metadata", {}), **list_meta}
+            return _json_response(200, table)
         if target.kind == "PartialObjectMetadataList":
             body: JSONDict = {
                 "kind": "PartialObjectMetadataList",
                 "apiVersion": f"{_META_GROUP}/{target.version}",
-                "metadata": {"resourceVersion": rv},
+                "metadata": list_meta,
                 "items": [_partial(o, target.version) for o in items],
             }
         else:
             body = {
                 "kind": f"{route.resource.kind}List",
                 "apiVersion": route.resource.api_version,
-                "metadata": {"resourceVersion": rv},
+                "metadata": list_meta,
                 "items": items,
             }
         return _json_response(200, body)
@@ -476,11 +500,8 @@ class KubeAPIServer(WatchRoutes):
         policy = request.param("propagationPolicy")
         if policy is not None:
             options["propagationPolicy"] = policy
-        orphan = request.param("orphanDependents")
-        if orphan is not None:
-            if orphan not in ("true", "false"):
-                raise BadRequest(f"invalid orphanDependents value {orphan!r}", reason="BadRequest")
-            options["orphanDependents"] = orphan == "true"
+        if "orphanDependents" in request.query:
+            options["orphanDependents"] = query_flag(request, "orphanDependents")
         return options
 
     async def _delete(self, request: Request, route: _ResourceRoute) -> _Response:
@@ -727,6 +748,14 @@ class KubeAPIServer(WatchRoutes):
             tg.start_soon(func, *args)
 
         self._in_loop(start)
+
+
+def _log_request(request: Request, status: int, started: float, note: str = "") -> None:
+    """One line per request at INFO (``ownergc serve -v``): what a client really sent."""
+    if log.isEnabledFor(logging.INFO):
+        ms = (time.monotonic() - started) * 1000
+        suffix = f" ({note})" if note else ""
+        log.info("%s %s %d %.1fms%s", request.method, request.target, status, ms, suffix)
 
 
 @asynccontextmanager

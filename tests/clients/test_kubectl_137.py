@@ -1,0 +1,124 @@
+"""kubectl 1.37 (what people have installed now) against `ownergc serve`.
+
+kubectl ≥ 1.32 waits for deletions with a watch-list request
+(sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true)
+and needs the BOOKMARK annotated k8s.io/initial-events-end to stop waiting;
+`get --chunk-size` pages with limit/continue.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+from tests.cli.cli_helpers import Kubectl, wait_for
+
+OWNER = """
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: owner, namespace: default}
+"""
+
+
+def dependent(kubectl: Kubectl, name: str) -> None:
+    uid = kubectl.json("get", "configmap", "owner")["metadata"]["uid"]
+    kubectl.apply(
+        f"{name}.yaml",
+        f"""
+apiVersion: v1
+kind: Secret
+metadata:
+  name: {name}
+  namespace: default
+  ownerReferences:
+  - {{apiVersion: v1, kind: ConfigMap, name: owner, uid: {uid}, blockOwnerDeletion: true}}
+""",
+    )
+
+
+def test_delete_waits_for_a_finalizer_then_returns(kubectl137: Kubectl) -> None:
+    kubectl137.apply(
+        "held.yaml",
+        """
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: held, namespace: default, finalizers: [example.com/hold]}
+""",
+    )
+    cmd = [
+        kubectl137.binary,
+        "--kubeconfig",
+        str(kubectl137.kubeconfig),
+        "delete",
+        "configmap",
+        "held",
+        "--timeout=60s",
+    ]
+    deleting = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.5)
+        assert deleting.poll() is None, "kubectl returned before the object was gone"
+        kubectl137.run(
+            "patch", "configmap", "held", "--type=merge", "-p", '{"metadata":{"finalizers":null}}'
+        )
+        out, err = deleting.communicate(timeout=30)
+    finally:
+        if deleting.poll() is None:
+            deleting.kill()
+    assert deleting.returncode == 0, err
+    assert 'configmap "held" deleted' in out
+    assert not kubectl137.exists("configmap", "held")
+
+
+def test_wait_for_delete(kubectl137: Kubectl) -> None:
+    kubectl137.apply("owner.yaml", OWNER)
+    dependent(kubectl137, "dep")
+    kubectl137.run("delete", "configmap", "owner", "--wait=false")
+    done = kubectl137.run("wait", "--for=delete", "secret/dep", "--timeout=30s")
+    assert done.returncode == 0
+
+
+def test_delete_with_each_cascade(kubectl137: Kubectl) -> None:
+    for cascade, kept in (("background", False), ("foreground", False), ("orphan", True)):
+        kubectl137.apply("owner.yaml", OWNER)
+        dependent(kubectl137, "dep")
+        kubectl137.run("delete", "configmap", "owner", f"--cascade={cascade}", "--timeout=30s")
+        if kept:
+            refs = kubectl137.json("get", "secret", "dep")["metadata"].get("ownerReferences")
+            assert not refs
+            kubectl137.run("delete", "secret", "dep")
+        else:
+            wait_for(lambda: not kubectl137.exists("secret", "dep"), what=f"{cascade} cascade")
+
+
+def test_get_in_chunks_lists_everything(kubectl137: Kubectl) -> None:
+    for i in range(5):
+        kubectl137.apply(f"c{i}.yaml", OWNER.replace("owner", f"chunk{i}"))
+    out = kubectl137.run("get", "configmaps", "--chunk-size=2", "-o", "name").stdout.split()
+    assert [n for n in out if "chunk" in n] == [f"configmap/chunk{i}" for i in range(5)]
+
+
+def test_get_watch_streams_changes(kubectl137: Kubectl) -> None:
+    cmd = [
+        kubectl137.binary,
+        "--kubeconfig",
+        str(kubectl137.kubeconfig),
+        "get",
+        "configmaps",
+        "--watch",
+        "-o",
+        "name",
+    ]
+    watching = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.0)
+        kubectl137.apply("late.yaml", OWNER.replace("owner", "late"))
+        assert watching.stdout is not None
+        seen = []
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and "configmap/late" not in seen:
+            seen.append(watching.stdout.readline().strip())
+        assert "configmap/late" in seen
+    finally:
+        watching.kill()
+        watching.communicate()
