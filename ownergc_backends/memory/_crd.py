@@ -56,6 +56,8 @@ class CRDServing:
     #: Served versions in discovery order (preferred first); may be empty.
     served: tuple[str, ...]
     storage: str
+    #: Subresources any served version declares (``status``, ``scale``).
+    subresources: frozenset[str] = frozenset()
 
 
 def crd_serving(obj: dict[str, Any]) -> tuple[CRDServing | None, list[FieldError]]:
@@ -103,6 +105,7 @@ def crd_serving(obj: dict[str, Any]) -> tuple[CRDServing | None, list[FieldError
     versions = spec.get("versions")
     served: list[str] = []
     storage: list[str] = []
+    subresources: set[str] = set()
     if not isinstance(versions, list) or not versions:
         errors.append(
             FieldError("spec.versions", "FieldValueRequired", "must have at least one version")
@@ -133,6 +136,9 @@ def crd_serving(obj: dict[str, Any]) -> tuple[CRDServing | None, list[FieldError
                 )
         if entry.get("served") is True:
             served.append(name)
+            declared = entry.get("subresources")
+            if isinstance(declared, dict):
+                subresources.update(k for k in ("status", "scale") if k in declared)
         if entry.get("storage") is True:
             storage.append(name)
     if versions and len(storage) != 1:
@@ -166,6 +172,7 @@ def crd_serving(obj: dict[str, Any]) -> tuple[CRDServing | None, list[FieldError
             namespaced=scope == "Namespaced",
             served=tuple(sorted(served, key=version_priority_key)),
             storage=storage[0],
+            subresources=frozenset(subresources),
         ),
         [],
     )

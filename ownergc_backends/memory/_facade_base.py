@@ -140,6 +140,8 @@ class _ResourceRoute:
     resource: APIResource
     namespace: str | None
     name: str | None
+    #: ``status`` / ``scale`` for a subresource path.
+    subresource: str | None = None
 
     @property
     def key(self) -> str:

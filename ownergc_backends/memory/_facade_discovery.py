@@ -113,5 +113,16 @@ class DiscoveryRoutes(FacadeState):
             if (r.group, r.resource) in _ALL_CATEGORY:
                 entry["categories"] = ["all"]
             entries.append(entry)
+            for sub in sorted(self.store.subresources_of(r)):
+                entries.append(
+                    {
+                        "name": f"{r.resource}/{sub}",
+                        "singularName": "",
+                        "namespaced": r.namespaced,
+                        "kind": r.kind if sub == "status" else "Scale",
+                        "verbs": ["get", "patch", "update"],
+                        **({"group": "autoscaling", "version": "v1"} if sub == "scale" else {}),
+                    }
+                )
         body = {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv}
         return _json_response(200, {**body, "resources": entries})

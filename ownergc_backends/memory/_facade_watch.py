@@ -190,17 +190,18 @@ class WatchRoutes(DiscoveryRoutes):
             async with anyio.create_task_group() as tg:
                 if plan.bookmarks:
                     tg.start_soon(self._send_bookmarks, state, writer)
-                async for event in events:
-                    kind = self._filtered_type(event, selector, visible)
-                    if kind is None:
-                        continue
-                    state.resource_version = event.object.get("metadata", {}).get(
-                        "resourceVersion", state.resource_version
-                    )
-                    await writer.send(self._event_line(state, kind, event.object))
+                try:
+                    async for event in events:
+                        kind = self._filtered_type(event, selector, visible)
+                        if kind is None:
+                            continue
+                        state.resource_version = event.object.get("metadata", {}).get(
+                            "resourceVersion", state.resource_version
+                        )
+                        await writer.send(self._event_line(state, kind, event.object))
+                except APIError as exc:
+                    await writer.send(self._error_event(exc))
                 tg.cancel_scope.cancel()
-        except APIError as exc:
-            await writer.send(self._error_event(exc))
         finally:
             # The store's watch is an async generator: close it deterministically.
             aclose = getattr(events, "aclose", None)

@@ -220,6 +220,7 @@ class StoreRegistry(StoreCore):
             gc_policies={v: GCPolicy.BACKGROUND for v in serving.served},
             strategic_merge_patch=False,
             allow_unconditional_update=False,
+            subresources=serving.subresources,
         )
         self._register_locked(spec, wake)
         self._crd_served[key] = name

@@ -69,6 +69,8 @@ class ResourceSpec:
     name_rule: NameRule = NameRule.DNS_SUBDOMAIN
     #: Objects computed by the apiserver on read (ComponentStatus): no uid, no timestamps.
     computed: bool = False
+    #: Subresources served (a CRD's ``subresources``: ``status``, ``scale``).
+    subresources: frozenset[str] = frozenset()
 
     def gc_policy(self, version: str) -> GCPolicy:
         return self.gc_policies.get(version, GCPolicy.BACKGROUND)

@@ -200,6 +200,8 @@ class StoreWrites(StoreRegistry):
         for key, value in body.items():
             if key not in ("apiVersion", "kind", "metadata"):
                 stored[key] = value
+        if "status" in spec.subresources:
+            stored.pop("status", None)  # set through /status only
         if spec.group == "" and spec.resource == "namespaces":
             ns_spec = stored.get("spec")
             ns_spec = dict(ns_spec) if isinstance(ns_spec, dict) else {}
@@ -230,13 +232,17 @@ class StoreWrites(StoreRegistry):
         wake: list[anyio.Event],
         *,
         is_patch: bool,
+        subresource: str | None = None,
     ) -> JSONDict:
         """The generic store's Update: rv check, BeforeUpdate, validation, delete-on-empty.
 
         Returns the stored object, or after an emptying of finalizers on a
-        deleting object the updated object carrying the deletion's rv.
+        deleting object the updated object carrying the deletion's rv. With a
+        ``status`` subresource, an update of the object keeps the stored status
+        and an update of ``/status`` changes the status alone.
         """
         spec = storage.spec
+        body = _split_status(existing, body, spec.subresources, subresource)
         old = _meta(existing)
         name = old["name"]
         namespace = old.get("namespace", "")
@@ -573,3 +579,25 @@ def _with_terminating_condition(crd: JSONDict, remaining: int, now: str) -> JSON
     out = dict(crd)
     out["status"] = status
     return out
+
+
+def _split_status(
+    existing: JSONDict, body: JSONDict, subresources: frozenset[str], subresource: str | None
+) -> JSONDict:
+    """What an update may change when the kind has a ``status`` subresource."""
+    if subresource == "status":
+        new = {k: v for k, v in existing.items() if k != "status"}
+        meta = dict(_meta(existing))
+        rv = (body.get("metadata") or {}).get("resourceVersion")
+        if rv is not None:
+            meta["resourceVersion"] = rv  # the optimistic-concurrency check still applies
+        new["metadata"] = meta
+        if "status" in body:
+            new["status"] = body["status"]
+        return new
+    if "status" not in subresources:
+        return body
+    new = {k: v for k, v in body.items() if k != "status"}
+    if "status" in existing:
+        new["status"] = existing["status"]
+    return new

@@ -289,6 +289,11 @@ class KubeAPIServer(WatchRoutes):
             return await self._resource_list(group, version)
         route = self._resource_route(group, version, rest, request.path)
         method = request.method
+        if route.subresource is not None and method not in ("GET", "HEAD", "PUT", "PATCH"):
+            raise MethodNotAllowed(
+                f"the server does not allow this method on the requested resource ({method})",
+                reason="MethodNotAllowed",
+            )
         if route.name is None:
             if method in ("GET", "HEAD"):
                 if query_flag(request, "watch"):
@@ -322,12 +327,13 @@ class KubeAPIServer(WatchRoutes):
             and not (group == "" and len(rest) == 3 and rest[2] in ("status", "finalize"))
         ):
             namespace, rest = rest[1], rest[2:]
-        if len(rest) > 2:
+        subresource = rest[2] if len(rest) == 3 else None
+        if len(rest) > 3 or (subresource is not None and subresource not in ("status", "scale")):
             raise NotFound(
                 f"subresource {rest[2]!r} is not served by this server (path {path})",
                 reason="NotFound",
             )
-        name = rest[1] if len(rest) == 2 else None
+        name = rest[1] if len(rest) >= 2 else None
         qualified = f"{rest[0]}.{version}" + (f".{group}" if group else "")
         try:
             resource = self.store.resource_by_name(qualified)
@@ -339,7 +345,12 @@ class KubeAPIServer(WatchRoutes):
             raise self._no_route(path)
         if namespace is None and name is not None and resource.namespaced:
             raise self._no_route(path)
-        return _ResourceRoute(resource, namespace, name)
+        if subresource is not None and subresource not in self.store.subresources_of(resource):
+            raise NotFound(
+                f"subresource {subresource!r} is not served by this server (path {path})",
+                reason="NotFound",
+            )
+        return _ResourceRoute(resource, namespace, name, subresource)
 
     async def _list(self, request: Request, route: _ResourceRoute) -> _Response:
         target = negotiate(request.headers.get("accept"), conversions=True)
@@ -452,7 +463,9 @@ class KubeAPIServer(WatchRoutes):
                         f"({route.name})",
                         reason="BadRequest",
                     )
-        updated = await self.store.update(route.resource, body, namespace=route.namespace)
+        updated = await self.store.update(
+            route.resource, body, namespace=route.namespace, subresource=route.subresource
+        )
         await self._run_hooks("update", route.resource, updated)
         return _json_response(200, self._render_one(request, updated, target))
 
@@ -476,7 +489,12 @@ class KubeAPIServer(WatchRoutes):
         document = _json_body(request.body, "the patch")
         assert route.name is not None
         patched = await self.store.patch(
-            route.resource, route.name, document, patch_type=patch_type, namespace=route.namespace
+            route.resource,
+            route.name,
+            document,
+            patch_type=patch_type,
+            namespace=route.namespace,
+            subresource=route.subresource,
         )
         await self._run_hooks("patch", route.resource, patched)
         return _json_response(200, self._render_one(request, patched, target))

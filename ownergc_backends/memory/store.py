@@ -37,6 +37,7 @@ from ownergc.errors import (
     BadRequest,
     Invalid,
     InvalidObject,
+    NotFound,
     ResourceExpired,
     RESTMappingError,
     ServerTimeout,
@@ -413,6 +414,7 @@ class InMemoryStore(StoreWrites):
         obj: JSONDict,
         *,
         namespace: str | None = None,
+        subresource: str | None = None,
     ) -> JSONDict:
         """PUT: replace the object named by ``obj``, with optimistic concurrency.
 
@@ -438,8 +440,25 @@ class InMemoryStore(StoreWrites):
             existing = storage.lookup(ns, name)
             if existing is None:
                 raise self._not_found(storage, name)
-            stored = self._update_locked(storage, existing, body, wake, is_patch=False)
+            self._check_subresource(storage, subresource)
+            stored = self._update_locked(
+                storage, existing, body, wake, is_patch=False, subresource=subresource
+            )
         return self._render(storage, stored, resource.version, False)
+
+    def subresources_of(self, resource: APIResource) -> frozenset[str]:
+        """The subresources ``resource`` serves (``status`` / ``scale`` of a CRD)."""
+        with self._lock:
+            return self._storage(resource).spec.subresources
+
+    @staticmethod
+    def _check_subresource(storage: _Storage, subresource: str | None) -> None:
+        if subresource is not None and subresource not in storage.spec.subresources:
+            raise NotFound(
+                f"the server could not find the requested resource "
+                f"({storage.group_resource}/{subresource})",
+                reason="NotFound",
+            )
 
     async def patch(
         self,
@@ -449,6 +468,7 @@ class InMemoryStore(StoreWrites):
         *,
         patch_type: PatchType,
         namespace: str | None = None,
+        subresource: str | None = None,
     ) -> JSONDict:
         """Apply a strategic merge, JSON merge or JSON patch and return the new object.
 
@@ -509,7 +529,10 @@ class InMemoryStore(StoreWrites):
                 raise BadRequest(exc.message, reason="BadRequest") from None
             if not isinstance(result, dict):
                 raise BadRequest("the patched object is not a JSON object", reason="BadRequest")
-            stored = self._update_locked(storage, existing, result, wake, is_patch=True)
+            self._check_subresource(storage, subresource)
+            stored = self._update_locked(
+                storage, existing, result, wake, is_patch=True, subresource=subresource
+            )
         return self._render(storage, stored, resource.version, False)
 
     async def delete(
