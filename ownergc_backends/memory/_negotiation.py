@@ -19,6 +19,8 @@ from ownergc.errors import (
     error_for_status,
 )
 
+from ._protobuf import PROTOBUF, decode_object, supported_kinds
+
 __all__ = [
     "_JSON",
     "_JSON_HEADERS",
@@ -27,7 +29,6 @@ __all__ = [
     "_HTTPError",
     "_Response",
     "_Target",
-    "_check_json_content_type",
     "_encode",
     "_error_response",
     "_json_body",
@@ -35,6 +36,7 @@ __all__ = [
     "_media_ranges",
     "_retry_after_header",
     "negotiate",
+    "object_body",
     "query_flag",
 ]
 
@@ -126,14 +128,19 @@ def _json_body(data: bytes, what: str) -> Any:
         raise BadRequest(f"{what} is not valid JSON: {exc}", reason="BadRequest") from None
 
 
-def _check_json_content_type(request: Request) -> None:
+def object_body(request: Request, what: str) -> Any:
+    """The object a create or update sends: JSON, or kubectl's protobuf for the kinds
+    :mod:`._protobuf` reads."""
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type == PROTOBUF:
+        return decode_object(request.body)
     if content_type not in ("", _JSON, "*/*"):
         raise UnsupportedPatchType(
             f'the body of the request was in an unknown format "{content_type}": this server '
-            "accepts only application/json",
+            f"accepts application/json and {PROTOBUF} (for {', '.join(supported_kinds())})",
             reason="UnsupportedMediaType",
         )
+    return _json_body(request.body, what)
 
 
 def _encode(body: Any) -> bytes:

@@ -80,7 +80,6 @@ from ._facade_base import (
 from ._facade_watch import WatchRoutes
 from ._negotiation import (
     _META_GROUP,
-    _check_json_content_type,
     _error_response,
     _HTTPError,
     _json_body,
@@ -88,6 +87,7 @@ from ._negotiation import (
     _Response,
     _Target,
     negotiate,
+    object_body,
     query_flag,
 )
 from ._pages import ContinuePages, limit_of
@@ -439,8 +439,7 @@ class KubeAPIServer(WatchRoutes):
     async def _create(self, request: Request, route: _ResourceRoute) -> _Response:
         target = negotiate(request.headers.get("accept"), conversions=True)
         self._check_dry_run(request)
-        _check_json_content_type(request)
-        body = _json_body(request.body, "the object to create")
+        body = object_body(request, "the object to create")
         created = await self.store.create(route.resource, body, namespace=route.namespace)
         await self._run_hooks("create", route.resource, created)
         return _json_response(201, self._render_one(request, created, target))
@@ -448,8 +447,7 @@ class KubeAPIServer(WatchRoutes):
     async def _update(self, request: Request, route: _ResourceRoute) -> _Response:
         target = negotiate(request.headers.get("accept"), conversions=True)
         self._check_dry_run(request)
-        _check_json_content_type(request)
-        body = _json_body(request.body, "the object to update")
+        body = object_body(request, "the object to update")
         assert route.name is not None
         if isinstance(body, dict):
             meta = body.get("metadata")

@@ -122,3 +122,18 @@ def test_get_watch_streams_changes(kubectl137: Kubectl) -> None:
     finally:
         watching.kill()
         watching.communicate()
+
+
+def test_create_generators_send_protobuf(kubectl137: Kubectl) -> None:
+    kubectl137.run("create", "namespace", "gen")
+    kubectl137.run("create", "configmap", "cm", "-n", "gen", "--from-literal=a=1")
+    kubectl137.run("create", "secret", "generic", "s", "-n", "gen", "--from-literal=pw=x")
+    kubectl137.run("create", "serviceaccount", "sa", "-n", "gen")
+    assert kubectl137.json("get", "configmap", "cm", "-n", "gen")["data"] == {"a": "1"}
+    assert kubectl137.json("get", "secret", "s", "-n", "gen")["data"] == {"pw": "eA=="}
+    assert kubectl137.exists("serviceaccount", "sa", "-n", "gen")
+    # A generator this server cannot decode gets a clear error, not a wrong object.
+    refused = kubectl137.run(
+        "create", "deployment", "web", "--image=nginx", "-n", "gen", check=False
+    )
+    assert refused.returncode != 0 and "send JSON" in refused.stderr
