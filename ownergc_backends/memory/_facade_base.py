@@ -27,6 +27,7 @@ from ._negotiation import (
 from ._selectors import (
     _Filter,
 )
+from ._tables import Printer, printer_for
 from .store import InMemoryStore
 
 __all__ = [
@@ -230,6 +231,10 @@ class FacadeState:
     _loop_thread: int | None
     #: Seconds between BOOKMARK events on an idle watch that allows them.
     bookmark_interval: float
+
+    def _printer(self, resource: APIResource) -> Printer:
+        """How ``kubectl get`` shows ``resource`` (a CRD's printer columns for its kinds)."""
+        return printer_for(resource, self.store.crd_for(resource))
 
     @staticmethod
     def _no_route(path: str) -> NotFound:

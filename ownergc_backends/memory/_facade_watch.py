@@ -157,9 +157,7 @@ class WatchRoutes(DiscoveryRoutes):
         if rv and 0 < int(rv) < self._expired_before:
             await writer.send(self._error_event(self._expired_error()))
             return
-        metadata_only = target.kind in ("PartialObjectMetadata", "PartialObjectMetadataList") or (
-            target.kind == "Table" and plan.include != "Object"
-        )
+        metadata_only = target.kind in ("PartialObjectMetadata", "PartialObjectMetadataList")
         state = _PumpState(plan, first_table=True)
         if plan.send_initial:
             # Watch-list: the current objects as ADDED, then a bookmark saying the
@@ -215,7 +213,10 @@ class WatchRoutes(DiscoveryRoutes):
         target = plan.target
         if target.kind == "Table":
             rv_now = (obj.get("metadata") or {}).get("resourceVersion")
-            obj = _table([obj], target.version, plan.include, rv_now, headers=state.first_table)
+            printer = self._printer(plan.route.resource)
+            obj = _table(
+                [obj], target.version, plan.include, rv_now, printer, headers=state.first_table
+            )
             state.first_table = False
         elif target.kind is not None and target.version != "v1":
             obj = _partial(obj, target.version)

@@ -12,11 +12,11 @@ from ownergc.protocols import JSONDict
 from ._negotiation import (
     _META_GROUP,
 )
+from ._tables import Printer
 
 __all__ = [
     "SERVER_VERSION",
     "_OPENAPI_V2_JSON",
-    "_TABLE_COLUMNS",
     "_age",
     "_human_duration",
     "_openapi_v2_protobuf",
@@ -84,25 +84,6 @@ def _age(meta: JSONDict) -> str:
     return _human_duration((datetime.now(timezone.utc) - when).total_seconds())
 
 
-_TABLE_COLUMNS: Final = [
-    {
-        "name": "Name",
-        "type": "string",
-        "format": "name",
-        "description": "Name must be unique within a namespace.",
-        "priority": 0,
-    },
-    {
-        "name": "Age",
-        "type": "date",
-        "format": "",
-        "description": "CreationTimestamp is a timestamp representing the server time when "
-        "this object was created.",
-        "priority": 0,
-    },
-]
-
-
 def _partial(obj: JSONDict, version: str) -> JSONDict:
     return {
         "kind": "PartialObjectMetadata",
@@ -112,12 +93,17 @@ def _partial(obj: JSONDict, version: str) -> JSONDict:
 
 
 def _table(
-    objects: list[JSONDict], version: str, include: str, rv: str | None, *, headers: bool = True
+    objects: list[JSONDict],
+    version: str,
+    include: str,
+    rv: str | None,
+    printer: Printer,
+    *,
+    headers: bool = True,
 ) -> JSONDict:
     rows = []
     for obj in objects:
-        meta = obj.get("metadata") or {}
-        row: JSONDict = {"cells": [meta.get("name", ""), _age(meta)]}
+        row: JSONDict = {"cells": printer.cells(obj, _age)}
         if include == "Object":
             row["object"] = obj
         elif include != "None":
@@ -127,7 +113,7 @@ def _table(
         "kind": "Table",
         "apiVersion": f"{_META_GROUP}/{version}",
         "metadata": {"resourceVersion": rv} if rv is not None else {},
-        "columnDefinitions": _TABLE_COLUMNS if headers else [],
+        "columnDefinitions": list(printer.columns) if headers else [],
         "rows": rows,
     }
     return table

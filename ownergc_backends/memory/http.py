@@ -362,9 +362,8 @@ class KubeAPIServer(WatchRoutes):
             )
         selector = _filter_from(request)
         include = request.param("includeObject") or "PartialObjectMetadata"
-        metadata_only = target.kind == "PartialObjectMetadataList" or (
-            target.kind == "Table" and include != "Object"
-        )
+        # A Table's cells come from the whole object (its rows carry what was asked).
+        metadata_only = target.kind == "PartialObjectMetadataList"
         token = request.param("continue")
         if token:
             items, rv = self._pages.resume(token, route.key)
@@ -382,7 +381,7 @@ class KubeAPIServer(WatchRoutes):
             list_meta["continue"] = self._pages.save(rest, rv, route.key)
             list_meta["remainingItemCount"] = len(rest)
         if target.kind == "Table":
-            table = _table(items, target.version, include, rv)
+            table = _table(items, target.version, include, rv, self._printer(route.resource))
             table["metadata"] = {**table.get("metadata", {}), **list_meta}
             return _json_response(200, table)
         if target.kind == "PartialObjectMetadataList":
@@ -401,7 +400,9 @@ class KubeAPIServer(WatchRoutes):
             }
         return _json_response(200, body)
 
-    def _render_one(self, request: Request, obj: JSONDict, target: _Target) -> JSONDict:
+    def _render_one(
+        self, request: Request, obj: JSONDict, target: _Target, route: _ResourceRoute
+    ) -> JSONDict:
         if target.kind == "PartialObjectMetadataList":
             raise _HTTPError(
                 406,
@@ -413,7 +414,7 @@ class KubeAPIServer(WatchRoutes):
         if target.kind == "Table":
             include = request.param("includeObject") or "PartialObjectMetadata"
             rv = (obj.get("metadata") or {}).get("resourceVersion")
-            return _table([obj], target.version, include, rv)
+            return _table([obj], target.version, include, rv, self._printer(route.resource))
         return obj
 
     async def _get(self, request: Request, route: _ResourceRoute) -> _Response:
@@ -425,7 +426,7 @@ class KubeAPIServer(WatchRoutes):
             namespace=route.namespace,
             metadata_only=False,
         )
-        return _json_response(200, self._render_one(request, obj, target))
+        return _json_response(200, self._render_one(request, obj, target, route))
 
     def _check_dry_run(self, request: Request, options: JSONDict | None = None) -> None:
         dry_run = request.query.get("dryRun") or (options or {}).get("dryRun")
@@ -442,7 +443,7 @@ class KubeAPIServer(WatchRoutes):
         body = object_body(request, "the object to create")
         created = await self.store.create(route.resource, body, namespace=route.namespace)
         await self._run_hooks("create", route.resource, created)
-        return _json_response(201, self._render_one(request, created, target))
+        return _json_response(201, self._render_one(request, created, target, route))
 
     async def _update(self, request: Request, route: _ResourceRoute) -> _Response:
         target = negotiate(request.headers.get("accept"), conversions=True)
@@ -465,7 +466,7 @@ class KubeAPIServer(WatchRoutes):
             route.resource, body, namespace=route.namespace, subresource=route.subresource
         )
         await self._run_hooks("update", route.resource, updated)
-        return _json_response(200, self._render_one(request, updated, target))
+        return _json_response(200, self._render_one(request, updated, target, route))
 
     async def _patch(self, request: Request, route: _ResourceRoute) -> _Response:
         target = negotiate(request.headers.get("accept"), conversions=True)
@@ -495,7 +496,7 @@ class KubeAPIServer(WatchRoutes):
             subresource=route.subresource,
         )
         await self._run_hooks("patch", route.resource, patched)
-        return _json_response(200, self._render_one(request, patched, target))
+        return _json_response(200, self._render_one(request, patched, target, route))
 
     @staticmethod
     def _delete_options(request: Request) -> JSONDict:
@@ -562,7 +563,7 @@ class KubeAPIServer(WatchRoutes):
         # 202 only when the object remains and the client asked for cascading
         # through the deprecated orphanDependents=false (kube-apiserver's rule).
         code = 202 if not removed and orphan is False else 200
-        return _json_response(code, self._render_one(request, obj, target))
+        return _json_response(code, self._render_one(request, obj, target, route))
 
     async def _delete_collection(self, request: Request, route: _ResourceRoute) -> _Response:
         """deletecollection: every matching object is deleted with the same options."""

@@ -22,6 +22,7 @@ write from the loop thread.
 from __future__ import annotations
 
 import builtins
+import copy
 import threading
 import uuid
 from collections import Counter, deque
@@ -445,6 +446,12 @@ class InMemoryStore(StoreWrites):
                 storage, existing, body, wake, is_patch=False, subresource=subresource
             )
         return self._render(storage, stored, resource.version, False)
+
+    def crd_for(self, resource: APIResource) -> JSONDict | None:
+        """The CustomResourceDefinition that serves ``resource`` (None for built-ins)."""
+        with self._lock:
+            crd = self._crd_serving_storage(self._storage(resource))
+            return copy.deepcopy(crd) if crd is not None else None
 
     def subresources_of(self, resource: APIResource) -> frozenset[str]:
         """The subresources ``resource`` serves (``status`` / ``scale`` of a CRD)."""

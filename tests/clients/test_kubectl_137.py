@@ -137,3 +137,48 @@ def test_create_generators_send_protobuf(kubectl137: Kubectl) -> None:
         "create", "deployment", "web", "--image=nginx", "-n", "gen", check=False
     )
     assert refused.returncode != 0 and "send JSON" in refused.stderr
+
+
+def test_get_prints_each_kinds_columns(kubectl137: Kubectl) -> None:
+    kubectl137.apply(
+        "objects.yaml",
+        """
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cols, namespace: default}
+data: {a: "1", b: "2"}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: default}
+spec: {containers: [{name: c, image: busybox}]}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: d, namespace: default}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: d}}
+  template:
+    metadata: {labels: {app: d}}
+    spec: {containers: [{name: c, image: busybox}]}
+""",
+    )
+
+    def header_and(kind: str, name: str) -> tuple[list[str], list[str]]:
+        lines = kubectl137.run("get", kind).stdout.splitlines()
+        row = next(line for line in lines[1:] if line.split()[0] == name)
+        return lines[0].split(), row.split()
+
+    head, row = header_and("configmaps", "cols")
+    assert head == ["NAME", "DATA", "AGE"] and row[1] == "2"
+    head, row = header_and("namespaces", "default")
+    assert head == ["NAME", "STATUS", "AGE"] and row[1] == "Active"
+    head, row = header_and("pods", "p")
+    assert head == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"] and row[1:4] == [
+        "0/1",
+        "Pending",
+        "0",
+    ]
+    head, row = header_and("deployments", "d")
+    assert head == ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"] and row[1] == "0/2"
