@@ -94,10 +94,10 @@ def test_create_get_and_table_output(kubectl: Kubectl, store: InMemoryStore) -> 
     listing = kubectl.json("get", "deployments", "-n", "shop")
     assert [i["metadata"]["name"] for i in listing["items"]] == ["web"]
     table = kubectl.run("get", "configmaps", "-n", "shop").stdout.splitlines()
-    assert table[0].split() == ["NAME", "AGE"]
+    assert table[0].split() == ["NAME", "DATA", "AGE"]  # ConfigMap's printer columns
     assert table[1].split()[0] == "settings"
     wide = kubectl.run("get", "configmaps", "--all-namespaces", "-l", "app=shop").stdout
-    assert wide.splitlines()[0].split() == ["NAMESPACE", "NAME", "AGE"]
+    assert wide.splitlines()[0].split() == ["NAMESPACE", "NAME", "DATA", "AGE"]
     assert wide.splitlines()[1].split()[:2] == ["shop", "settings"]
     missing = kubectl.run("get", "configmap", "nope", check=False)
     assert missing.returncode == 1
@@ -241,5 +241,5 @@ def test_get_watch_streams_table_rows(kubectl: Kubectl, server: KubeAPIServer) -
             lines = [proc.stdout.readline(), proc.stdout.readline()]
         finally:
             proc.kill()
-    assert lines[0].split() == ["NAME", "AGE"]
+    assert lines[0].split() == ["NAME", "DATA", "AGE"]
     assert lines[1].split()[0] == "seen"

@@ -200,9 +200,9 @@ def test_table_for_kubectl_get(server: KubeAPIServer) -> None:
         server, "GET", "/api/v1/namespaces/default/configmaps", headers={"Accept": accept}
     ).json()
     assert table["kind"] == "Table" and table["apiVersion"] == "meta.k8s.io/v1"
-    assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Age"]
+    assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Data", "Age"]
     (row,) = table["rows"]
-    assert row["cells"][0] == "t" and row["cells"][1].endswith("s")
+    assert row["cells"][:2] == ["t", 1] and row["cells"][2].endswith("s")
     assert row["object"]["kind"] == "PartialObjectMetadata"
     beta = request(
         server,
