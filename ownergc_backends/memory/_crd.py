@@ -56,7 +56,7 @@ class CRDServing:
     #: Served versions in discovery order (preferred first); may be empty.
     served: tuple[str, ...]
     storage: str
-    #: Subresources any served version declares (``status``, ``scale``).
+    #: Subresources any served version declares that are served (``status``).
     subresources: frozenset[str] = frozenset()
 
 
@@ -138,7 +138,8 @@ def crd_serving(obj: dict[str, Any]) -> tuple[CRDServing | None, list[FieldError
             served.append(name)
             declared = entry.get("subresources")
             if isinstance(declared, dict):
-                subresources.update(k for k in ("status", "scale") if k in declared)
+                # status only: the scale subresource (autoscaling/v1 Scale) is not served yet
+                subresources.update(k for k in ("status",) if k in declared)
         if entry.get("storage") is True:
             storage.append(name)
     if versions and len(storage) != 1:
