@@ -16,7 +16,7 @@ from ownergc._kit.backends import load_backend
 from ownergc._kit.manifests import ManifestError, read_manifests
 from ownergc.controller import is_monitored
 from ownergc.errors import BackendUnavailable, OwnerGCError
-from ownergc.protocols import APIResource
+from ownergc.protocols import APIResource, DiscoveryResult
 
 if TYPE_CHECKING:
     from ownergc_backends.memory import InMemoryStore
@@ -28,6 +28,7 @@ __all__ = [
     "inventory_from_args",
     "load_into_store",
     "object_label",
+    "open_cluster",
 ]
 
 
@@ -116,23 +117,34 @@ def inventory_from_manifests(paths: Sequence[str | os.PathLike[str]]) -> Invento
     return inv
 
 
-async def inventory_from_cluster(kubeconfig: str | None, context: str | None) -> Inventory:
+async def open_cluster(
+    kubeconfig: str | None, context: str | None, **options: Any
+) -> tuple[Any, DiscoveryResult]:
+    """A KubeStore for the cluster (the caller enters it) and its discovery, read-only.
+
+    Every way a cluster cannot be read becomes a :class:`SourceError`.
+    """
     try:
         kube = load_backend("kube")
     except BackendUnavailable as exc:
         raise SourceError(f"reading a cluster: {exc}") from None
     try:
-        store = await kube.KubeStore.from_config(kubeconfig, context)
+        store = await kube.KubeStore.from_config(kubeconfig, context, **options)
     except kube.KubeConfigError as exc:
         raise SourceError(str(exc)) from None
+    try:
+        discovery = await store.discover()
+    except (OwnerGCError, OSError) as exc:
+        await store.aclose()
+        what = "discovery failed" if isinstance(exc, OwnerGCError) else "cannot reach the cluster"
+        raise SourceError(f"{what}: {exc}") from None
+    return store, discovery
+
+
+async def inventory_from_cluster(kubeconfig: str | None, context: str | None) -> Inventory:
+    store, discovery = await open_cluster(kubeconfig, context)
     objects: list[dict[str, Any]] = []
     async with store:
-        try:
-            discovery = await store.discover()
-        except OwnerGCError as exc:
-            raise SourceError(f"discovery failed: {exc}") from None
-        except OSError as exc:
-            raise SourceError(f"cannot reach the cluster: {exc}") from None
         resources = list(discovery.resources)
         for res in resources:
             # What kube-controller-manager's GC reads: deletable resources only

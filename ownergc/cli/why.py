@@ -27,15 +27,15 @@ from typing import Any
 
 import anyio
 
-from ownergc._kit.backends import load_backend
 from ownergc.cli._output import emit
 from ownergc.cli._sources import (
     Inventory,
     SourceError,
     add_source_arguments,
     inventory_from_args,
+    open_cluster,
 )
-from ownergc.errors import BackendUnavailable, OwnerGCError
+from ownergc.errors import OwnerGCError
 from ownergc.protocols import APIResource
 from ownergc.why import TargetNotResolved, explain
 
@@ -114,24 +114,10 @@ async def _read_cluster(
     kubeconfig: str | None, context: str | None
 ) -> tuple[Inventory, dict[str, str]]:
     """Discovery and every listable object; failures are kept, as they may be the cause."""
-    try:
-        kube = load_backend("kube")
-    except BackendUnavailable as exc:
-        raise SourceError(f"reading a cluster: {exc}") from None
-    try:
-        store = await kube.KubeStore.from_config(kubeconfig, context, strip_managed_fields=False)
-    except kube.KubeConfigError as exc:
-        raise SourceError(str(exc)) from None
+    store, discovery = await open_cluster(kubeconfig, context, strip_managed_fields=False)
     objects: list[dict[str, Any]] = []
-    failures: dict[str, str] = {}
+    failures: dict[str, str] = dict(discovery.failed)
     async with store:
-        try:
-            discovery = await store.discover()
-        except OwnerGCError as exc:
-            raise SourceError(f"discovery failed: {exc}") from None
-        except OSError as exc:
-            raise SourceError(f"cannot reach the cluster: {exc}") from None
-        failures.update(discovery.failed)
         resources = list(discovery.resources)
         for res in resources:
             if not res.preferred or "/" in res.resource or "list" not in res.verbs:
