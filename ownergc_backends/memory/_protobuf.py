@@ -7,7 +7,7 @@ envelope is the magic ``k8s\\x00`` followed by a ``runtime.Unknown``
 message. The field numbers below are those of k8s.io/api and
 k8s.io/apimachinery's ``generated.proto`` (facts of the wire format, not
 code), for the kinds kubectl's generators produce most: ConfigMap, Secret,
-Namespace, ServiceAccount. Anything else (another kind, a field this schema
+Namespace, ServiceAccount, Deployment. Anything else (another kind, a field this schema
 does not know) is refused with a clear 415, never decoded half-way.
 
 Go's protobuf encoder writes zero values of non-pointer fields; JSON omits
@@ -123,7 +123,10 @@ def _map(value_decoder: Decoder) -> Decoder:
     return decode
 
 
-def _message(schema: Schema, name: str) -> Decoder:
+def _message(schema: Schema, name: str, keep: frozenset[str] = frozenset()) -> Decoder:
+    """A message decoder; ``keep``: its fields JSON shows even when zero (pointer
+    fields, which Go writes only when set, and sub-objects shown empty)."""
+
     def decode(value: Any) -> dict[str, Any]:
         if not isinstance(value, bytes):
             raise ProtobufError(f"{name} was not length-delimited", reason=_MEDIA)
@@ -132,6 +135,9 @@ def _message(schema: Schema, name: str) -> Decoder:
             try:
                 key, decoder, arity = schema[number]
             except KeyError:
+                if raw in (b"", 0):
+                    # Go writes zero values of plain fields; JSON omits them (omitempty).
+                    continue
                 raise ProtobufError(
                     f"field {number} of {name} is not known to this server: send JSON",
                     reason=_MEDIA,
@@ -143,13 +149,10 @@ def _message(schema: Schema, name: str) -> Decoder:
                 out.setdefault(key, []).append(item)
             else:
                 out[key] = item
-        return {k: v for k, v in out.items() if v not in ("", 0, None, "one") or k in _KEEP}
+        return {k: v for k, v in out.items() if v not in ("", 0, None, False) or k in keep}
 
     return decode
 
-
-#: Sub-objects JSON keeps even when empty (``spec: {}`` of a Namespace).
-_KEEP: Final = frozenset({"spec", "status"})
 
 _OWNER_REFERENCE = _message(
     {
@@ -161,6 +164,7 @@ _OWNER_REFERENCE = _message(
         7: ("blockOwnerDeletion", _bool, "one"),
     },
     "OwnerReference",
+    frozenset({"controller", "blockOwnerDeletion"}),
 )
 _OBJECT_META = _message(
     {
@@ -180,8 +184,81 @@ _OBJECT_META = _message(
         14: ("finalizers", _string, "many"),
     },
     "ObjectMeta",
+    frozenset({"deletionGracePeriodSeconds"}),
 )
 _LOCAL_OBJECT_REFERENCE = _message({1: ("name", _string, "one")}, "LocalObjectReference")
+
+_LABEL_SELECTOR = _message({1: ("matchLabels", _map(_string), "map")}, "LabelSelector")
+_RESOURCES = _message(
+    {1: ("limits", _map(_string), "map"), 2: ("requests", _map(_string), "map")},
+    "ResourceRequirements",
+)
+_CONTAINER = _message(
+    {
+        1: ("name", _string, "one"),
+        2: ("image", _string, "one"),
+        3: ("command", _string, "many"),
+        4: ("args", _string, "many"),
+        5: ("workingDir", _string, "one"),
+        6: (
+            "ports",
+            _message(
+                {
+                    1: ("name", _string, "one"),
+                    2: ("hostPort", _int, "one"),
+                    3: ("containerPort", _int, "one"),
+                    4: ("protocol", _string, "one"),
+                    5: ("hostIP", _string, "one"),
+                },
+                "ContainerPort",
+            ),
+            "many",
+        ),
+        7: (
+            "env",
+            _message({1: ("name", _string, "one"), 2: ("value", _string, "one")}, "EnvVar"),
+            "many",
+        ),
+        8: ("resources", _RESOURCES, "one"),
+        14: ("imagePullPolicy", _string, "one"),
+    },
+    "Container",
+)
+_POD_TEMPLATE = _message(
+    {
+        1: ("metadata", _OBJECT_META, "one"),
+        2: (
+            "spec",
+            _message(
+                {
+                    2: ("containers", _CONTAINER, "many"),
+                    3: ("restartPolicy", _string, "one"),
+                    7: ("nodeSelector", _map(_string), "map"),
+                    8: ("serviceAccountName", _string, "one"),
+                },
+                "PodSpec",
+            ),
+            "one",
+        ),
+    },
+    "PodTemplateSpec",
+)
+_DEPLOYMENT_STATUS = _message(
+    {
+        n: (f, _int, "one")
+        for n, f in enumerate(
+            (
+                "observedGeneration",
+                "replicas",
+                "updatedReplicas",
+                "availableReplicas",
+                "unavailableReplicas",
+            ),
+            start=1,
+        )
+    },
+    "DeploymentStatus",
+)
 
 #: (apiVersion, kind) -> the schema of the typed message.
 _KINDS: Final[dict[tuple[str, str], Decoder]] = {
@@ -193,6 +270,7 @@ _KINDS: Final[dict[tuple[str, str], Decoder]] = {
             4: ("immutable", _bool, "one"),
         },
         "ConfigMap",
+        frozenset({"immutable"}),
     ),
     ("v1", "Secret"): _message(
         {
@@ -203,6 +281,7 @@ _KINDS: Final[dict[tuple[str, str], Decoder]] = {
             5: ("immutable", _bool, "one"),
         },
         "Secret",
+        frozenset({"immutable"}),
     ),
     ("v1", "Namespace"): _message(
         {
@@ -211,6 +290,35 @@ _KINDS: Final[dict[tuple[str, str], Decoder]] = {
             3: ("status", _message({1: ("phase", _string, "one")}, "NamespaceStatus"), "one"),
         },
         "Namespace",
+        frozenset({"spec", "status"}),
+    ),
+    ("apps/v1", "Deployment"): _message(
+        {
+            1: ("metadata", _OBJECT_META, "one"),
+            2: (
+                "spec",
+                _message(
+                    {
+                        1: ("replicas", _int, "one"),
+                        2: ("selector", _LABEL_SELECTOR, "one"),
+                        3: ("template", _POD_TEMPLATE, "one"),
+                        4: (
+                            "strategy",
+                            _message({1: ("type", _string, "one")}, "DeploymentStrategy"),
+                            "one",
+                        ),
+                        5: ("minReadySeconds", _int, "one"),
+                        7: ("paused", _bool, "one"),
+                    },
+                    "DeploymentSpec",
+                    frozenset({"replicas"}),
+                ),
+                "one",
+            ),
+            3: ("status", _DEPLOYMENT_STATUS, "one"),
+        },
+        "Deployment",
+        frozenset({"spec", "status"}),
     ),
     ("v1", "ServiceAccount"): _message(
         {
@@ -219,6 +327,7 @@ _KINDS: Final[dict[tuple[str, str], Decoder]] = {
             4: ("automountServiceAccountToken", _bool, "one"),
         },
         "ServiceAccount",
+        frozenset({"automountServiceAccountToken"}),
     ),
 }
 

@@ -133,9 +133,11 @@ def test_create_generators_send_protobuf(kubectl137: Kubectl) -> None:
     assert kubectl137.json("get", "secret", "s", "-n", "gen")["data"] == {"pw": "eA=="}
     assert kubectl137.exists("serviceaccount", "sa", "-n", "gen")
     # A generator this server cannot decode gets a clear error, not a wrong object.
-    refused = kubectl137.run(
-        "create", "deployment", "web", "--image=nginx", "-n", "gen", check=False
-    )
+    kubectl137.run("create", "deployment", "web", "--image=nginx", "--replicas=0", "-n", "gen")
+    deployment = kubectl137.json("get", "deployment", "web", "-n", "gen")
+    assert deployment["spec"]["replicas"] == 0  # set to zero, not left for the default
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx"
+    refused = kubectl137.run("create", "priorityclass", "high", "--value=1000", check=False)
     assert refused.returncode != 0 and "send JSON" in refused.stderr
 
 

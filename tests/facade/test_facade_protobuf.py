@@ -22,7 +22,13 @@ CMS = "/api/v1/namespaces/default/configmaps"
 
 @pytest.mark.parametrize(
     "name",
-    ["create-configmap", "create-secret-generic", "create-namespace", "create-serviceaccount"],
+    [
+        "create-configmap",
+        "create-secret-generic",
+        "create-namespace",
+        "create-serviceaccount",
+        "create-deployment",
+    ],
 )
 def test_decodes_what_kubectl_means(name: str) -> None:
     decoded = decode_object((DATA / f"{name}.bin").read_bytes())

@@ -19,5 +19,3 @@ if importlib.util.find_spec("kubernetes") is None:  # pragma: no cover - environ
     if os.environ.get("CI", "").lower() == "true":
         raise RuntimeError("tests/kube need the kube extra: pip install -e '.[test,kube]'")
     collect_ignore_glob = ["test_*.py"]
-
-

@@ -20,8 +20,6 @@ from tests.nodegc._nodegc_cri_env import CRIEnv, missing_tools, new_base
 REPO = Path(__file__).resolve().parents[2]
 
 
-
-
 def _unavailable(reason: str) -> None:
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(f"real-CRI tests must run in CI, but: {reason}")
