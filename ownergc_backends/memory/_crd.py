@@ -56,8 +56,10 @@ class CRDServing:
     #: Served versions in discovery order (preferred first); may be empty.
     served: tuple[str, ...]
     storage: str
-    #: Subresources any served version declares that are served (``status``).
+    #: Subresources any served version declares (``status``, ``scale``).
     subresources: frozenset[str] = frozenset()
+    #: The scale subresource's (specReplicasPath, statusReplicasPath, labelSelectorPath).
+    scale: tuple[str, str, str | None] | None = None
 
 
 def crd_serving(obj: dict[str, Any]) -> tuple[CRDServing | None, list[FieldError]]:
@@ -106,6 +108,7 @@ def crd_serving(obj: dict[str, Any]) -> tuple[CRDServing | None, list[FieldError
     served: list[str] = []
     storage: list[str] = []
     subresources: set[str] = set()
+    scale: tuple[str, str, str | None] | None = None
     if not isinstance(versions, list) or not versions:
         errors.append(
             FieldError("spec.versions", "FieldValueRequired", "must have at least one version")
@@ -138,8 +141,14 @@ def crd_serving(obj: dict[str, Any]) -> tuple[CRDServing | None, list[FieldError
             served.append(name)
             declared = entry.get("subresources")
             if isinstance(declared, dict):
-                # status only: the scale subresource (autoscaling/v1 Scale) is not served yet
-                subresources.update(k for k in ("status",) if k in declared)
+                subresources.update(k for k in ("status", "scale") if k in declared)
+                scale_spec = declared.get("scale")
+                if isinstance(scale_spec, dict) and scale is None:
+                    scale = (
+                        str(scale_spec.get("specReplicasPath", "")),
+                        str(scale_spec.get("statusReplicasPath", "")),
+                        scale_spec.get("labelSelectorPath"),
+                    )
         if entry.get("storage") is True:
             storage.append(name)
     if versions and len(storage) != 1:
@@ -174,6 +183,7 @@ def crd_serving(obj: dict[str, Any]) -> tuple[CRDServing | None, list[FieldError
             served=tuple(sorted(served, key=version_priority_key)),
             storage=storage[0],
             subresources=frozenset(subresources),
+            scale=scale,
         ),
         [],
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import threading
 from collections import Counter
@@ -17,12 +19,15 @@ from ownergc._kit.http import (
     Request,
 )
 from ownergc.errors import (
+    BadRequest,
     NotFound,
 )
 from ownergc.protocols import APIResource, JSONDict, PatchType
 
 from ._negotiation import (
+    _json_body,
     _Target,
+    query_flag,
 )
 from ._selectors import (
     _Filter,
@@ -241,3 +246,51 @@ class FacadeState:
         return NotFound(
             "the server could not find the requested resource", reason="NotFound", details={}
         )
+
+    @staticmethod
+    def _delete_options(request: Request) -> JSONDict:
+        """DeleteOptions from the body, or from the query when there is no body
+        (kube-apiserver never merges the two)."""
+        if request.body.strip():
+            options = _json_body(request.body, "the DeleteOptions body")
+            if not isinstance(options, dict):
+                raise BadRequest("DeleteOptions must be a JSON object", reason="BadRequest")
+            kind = options.get("kind")
+            if kind not in (None, "", "DeleteOptions"):
+                raise BadRequest(
+                    f"expected DeleteOptions in the request body, got kind {kind!r}",
+                    reason="BadRequest",
+                )
+            return options
+        options = {}
+        policy = request.param("propagationPolicy")
+        if policy is not None:
+            options["propagationPolicy"] = policy
+        if "orphanDependents" in request.query:
+            options["orphanDependents"] = query_flag(request, "orphanDependents")
+        return options
+
+    def kubeconfig(self, *, context: str = "ownergc", namespace: str = "default") -> JSONDict:
+        """A kubeconfig for :attr:`url` with no credentials (the server has no auth)."""
+        if not self.url:
+            raise RuntimeError("the server is not serving yet: no URL for a kubeconfig")
+        return {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": context, "cluster": {"server": self.url}}],
+            "users": [{"name": context, "user": {}}],
+            "contexts": [
+                {
+                    "name": context,
+                    "context": {"cluster": context, "user": context, "namespace": namespace},
+                }
+            ],
+            "current-context": context,
+            "preferences": {},
+        }
+
+    def write_kubeconfig(self, path: str | os.PathLike[str], **kw: str) -> None:
+        """Write :meth:`kubeconfig` as JSON (which every YAML reader accepts)."""
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(self.kubeconfig(**kw), f, indent=2)
+            f.write("\n")

@@ -221,6 +221,7 @@ class StoreRegistry(StoreCore):
             strategic_merge_patch=False,
             allow_unconditional_update=False,
             subresources=serving.subresources,
+            scale_paths=serving.scale,
         )
         self._register_locked(spec, wake)
         self._crd_served[key] = name

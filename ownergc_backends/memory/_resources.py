@@ -71,6 +71,8 @@ class ResourceSpec:
     computed: bool = False
     #: Subresources served (a CRD's ``subresources``: ``status``, ``scale``).
     subresources: frozenset[str] = frozenset()
+    #: The scale subresource's (specReplicasPath, statusReplicasPath, labelSelectorPath).
+    scale_paths: tuple[str, str, str | None] | None = None
 
     def gc_policy(self, version: str) -> GCPolicy:
         return self.gc_policies.get(version, GCPolicy.BACKGROUND)

@@ -30,9 +30,7 @@ Deliberate differences from kube-apiserver (``docs/http-facade.md`` has them all
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
-import os
 import re
 import threading
 import time
@@ -77,7 +75,7 @@ from ._facade_base import (
     _ResourceRoute,
     _WatchPlan,
 )
-from ._facade_watch import WatchRoutes
+from ._facade_scale import ScaleRoutes
 from ._negotiation import (
     _META_GROUP,
     _error_response,
@@ -114,7 +112,7 @@ __all__ = [
 log = logging.getLogger("ownergc.memory.http")
 
 
-class KubeAPIServer(WatchRoutes):
+class KubeAPIServer(ScaleRoutes):
     """kube-apiserver's REST API over an :class:`InMemoryStore`, on a local TCP port.
 
     Start it with ``await task_group.start(server.serve)`` (or
@@ -294,6 +292,8 @@ class KubeAPIServer(WatchRoutes):
                 f"the server does not allow this method on the requested resource ({method})",
                 reason="MethodNotAllowed",
             )
+        if route.subresource == "scale":
+            return await self._scale(request, route)
         if route.name is None:
             if method in ("GET", "HEAD"):
                 if query_flag(request, "watch"):
@@ -498,29 +498,6 @@ class KubeAPIServer(WatchRoutes):
         await self._run_hooks("patch", route.resource, patched)
         return _json_response(200, self._render_one(request, patched, target, route))
 
-    @staticmethod
-    def _delete_options(request: Request) -> JSONDict:
-        """DeleteOptions from the body, or from the query when there is no body
-        (kube-apiserver never merges the two)."""
-        if request.body.strip():
-            options = _json_body(request.body, "the DeleteOptions body")
-            if not isinstance(options, dict):
-                raise BadRequest("DeleteOptions must be a JSON object", reason="BadRequest")
-            kind = options.get("kind")
-            if kind not in (None, "", "DeleteOptions"):
-                raise BadRequest(
-                    f"expected DeleteOptions in the request body, got kind {kind!r}",
-                    reason="BadRequest",
-                )
-            return options
-        options = {}
-        policy = request.param("propagationPolicy")
-        if policy is not None:
-            options["propagationPolicy"] = policy
-        if "orphanDependents" in request.query:
-            options["orphanDependents"] = query_flag(request, "orphanDependents")
-        return options
-
     async def _delete(self, request: Request, route: _ResourceRoute) -> _Response:
         target = negotiate(request.headers.get("accept"), conversions=True)
         options = self._delete_options(request)
@@ -714,31 +691,6 @@ class KubeAPIServer(WatchRoutes):
         self.verb_counts.clear()
 
     # ------------------------------------------------------------------ kubeconfig
-
-    def kubeconfig(self, *, context: str = "ownergc", namespace: str = "default") -> JSONDict:
-        """A kubeconfig for :attr:`url` with no credentials (the server has no auth)."""
-        if not self.url:
-            raise RuntimeError("the server is not serving yet: no URL for a kubeconfig")
-        return {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": context, "cluster": {"server": self.url}}],
-            "users": [{"name": context, "user": {}}],
-            "contexts": [
-                {
-                    "name": context,
-                    "context": {"cluster": context, "user": context, "namespace": namespace},
-                }
-            ],
-            "current-context": context,
-            "preferences": {},
-        }
-
-    def write_kubeconfig(self, path: str | os.PathLike[str], **kw: str) -> None:
-        """Write :meth:`kubeconfig` as JSON (which every YAML reader accepts)."""
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(self.kubeconfig(**kw), f, indent=2)
-            f.write("\n")
 
     # ------------------------------------------------------------------ sync helpers
 

@@ -458,6 +458,11 @@ class InMemoryStore(StoreWrites):
         with self._lock:
             return self._storage(resource).spec.subresources
 
+    def scale_paths_of(self, resource: APIResource) -> tuple[str, str, str | None] | None:
+        """A CRD's scale subresource paths (spec replicas, status replicas, selector)."""
+        with self._lock:
+            return self._storage(resource).spec.scale_paths
+
     @staticmethod
     def _check_subresource(storage: _Storage, subresource: str | None) -> None:
         if subresource is not None and subresource not in storage.spec.subresources:
