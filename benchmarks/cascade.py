@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import re
 import subprocess
 import sys
@@ -208,6 +209,12 @@ async def _http_get(port: int, path: str) -> tuple[int, str]:
     return int(head.split()[1]), body.decode()
 
 
+def _process_cpu(pid: int) -> float:
+    """User + system CPU seconds a process has used (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 async def run_case_process(
     shape: str, n: int, policy: str, qps: float, burst: int, workers: int, timeout: float
 ) -> dict[str, Any]:
@@ -227,11 +234,23 @@ async def run_case_process(
             server.write_kubeconfig(kubeconfig)
             unthrottled = qps <= 0
             cmd = [
-                sys.executable, "-m", "ownergc", "-v", "controller",
-                "--kubeconfig", str(kubeconfig), "--port", "0", "--bind-address", "127.0.0.1",
-                "--workers", str(workers),
-                "--qps", str(1e9 if unthrottled else qps),
-                "--burst", str(10**9 if unthrottled else burst),
+                sys.executable,
+                "-m",
+                "ownergc",
+                "-v",
+                "controller",
+                "--kubeconfig",
+                str(kubeconfig),
+                "--port",
+                "0",
+                "--bind-address",
+                "127.0.0.1",
+                "--workers",
+                str(workers),
+                "--qps",
+                str(1e9 if unthrottled else qps),
+                "--burst",
+                str(10**9 if unthrottled else burst),
             ]
             async with await anyio.open_process(cmd, stdout=None, stderr=subprocess.PIPE) as proc:
                 assert proc.stderr is not None
@@ -261,6 +280,7 @@ async def run_case_process(
                     resource = store.resource_for("v1", "ConfigMap")
                     watchers = _DeletionWatch(store, doomed)
                     await tg.start(watchers.run)
+                    cpu_synced = _process_cpu(proc.pid)
                     start = time.perf_counter()
                     await store.delete(
                         resource, "root", namespace="default", propagation_policy=policy
@@ -268,6 +288,7 @@ async def run_case_process(
                     with anyio.move_on_after(timeout):
                         await watchers.done.wait()
                     elapsed = time.perf_counter() - start
+                    cpu_total = _process_cpu(proc.pid)
                     remaining = sorted(watchers.pending)
                     counts = {v: server.request_count(v) for v in (*COST_VERBS, "discovery")}
                     _, metrics = await _http_get(port, "/metrics")
@@ -297,6 +318,13 @@ async def run_case_process(
         "server_requests": {k: v for k, v in counts.items() if v},
         "cache_decisions": metric("ownergc_cache_decisions_total"),
         "cache_fallbacks": metric("ownergc_cache_fallbacks_total"),
+        # The collector process's own user+system CPU (the facade's excluded), per
+        # collected object: from its start (initial list of every object included)
+        # to the last deletion, and for the cascade alone.
+        "collector_cpu_us_per_object": round(cpu_total / collected * 1e6) if collected else None,
+        "cascade_cpu_us_per_object": (
+            round((cpu_total - cpu_synced) / collected * 1e6) if collected else None
+        ),
     }
 
 
