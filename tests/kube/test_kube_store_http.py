@@ -2,7 +2,10 @@
 
 Each test drives KubeStore (kubernetes.aio underneath) against
 ``ownergc_backends.memory.http.KubeAPIServer`` and checks the answer, the
-translated error, or the facade's request counters.
+translated error, or the facade's request counters. What every ObjectStore
+must do (CRUD, preconditions, patch types, 415, compaction) is the contract
+suite's, run against KubeStore in tests/contract/; this module keeps what is
+KubeStore's own (discovery paths, metadata-only, retries, timeouts, limits).
 """
 
 from __future__ import annotations
@@ -23,9 +26,8 @@ from ownergc.errors import (
     ServerError,
     TooManyRequests,
     Unavailable,
-    UnsupportedPatchType,
 )
-from ownergc.protocols import ObjectStore, PatchType, Preconditions, PropagationPolicy
+from ownergc.protocols import ObjectStore, PatchType, PropagationPolicy
 from ownergc_backends.kube import KubeStore, TokenBucket
 from ownergc_backends.memory import InMemoryStore
 from ownergc_backends.memory.http import KubeAPIServer
@@ -265,18 +267,6 @@ async def test_watch_expired_raises_resource_expired(
     assert len(failure) == 1 and failure[0].code == 410
 
 
-async def test_watch_from_a_compacted_version_is_expired() -> None:
-    small = InMemoryStore(event_window=2)
-    async with served(small) as srv, kube_store_for(srv) as k:
-        r = res(small, "v1", "ConfigMap")
-        first = await cm(small, "x0")
-        for i in range(1, 6):
-            await cm(small, f"x{i}")
-        with pytest.raises(ResourceExpired) as info:
-            await collect(k.watch(r, resource_version=first["metadata"]["resourceVersion"]), 1)
-        assert info.value.code == 410
-
-
 async def test_cancelling_a_watch_releases_its_connection(
     server: KubeAPIServer, mem: InMemoryStore, kube: KubeStore
 ) -> None:
@@ -296,66 +286,6 @@ async def test_cancelling_a_watch_releases_its_connection(
 
 
 # -- writes ---------------------------------------------------------------------------
-
-
-async def test_patches_of_all_three_types(mem: InMemoryStore, kube: KubeStore) -> None:
-    r = res(mem, "v1", "ConfigMap")
-    await cm(mem, "a")
-    out = await kube.patch(
-        r,
-        "a",
-        {"metadata": {"labels": {"s": "1"}}},
-        patch_type=PatchType.STRATEGIC_MERGE,
-        namespace="default",
-    )
-    assert out["metadata"]["labels"] == {"s": "1"}
-    out = await kube.patch(
-        r,
-        "a",
-        {"metadata": {"labels": {"m": "2"}}},
-        patch_type=PatchType.MERGE,
-        namespace="default",
-    )
-    assert out["metadata"]["labels"] == {"s": "1", "m": "2"}
-    out = await kube.patch(
-        r,
-        "a",
-        [{"op": "add", "path": "/metadata/labels/j", "value": "3"}],
-        patch_type=PatchType.JSON,
-        namespace="default",
-    )
-    assert out["metadata"]["labels"] == {"s": "1", "m": "2", "j": "3"}
-    assert mem.get_object("v1", "ConfigMap", "a", "default")["metadata"]["labels"]["j"] == "3"
-
-
-async def test_strategic_merge_on_a_custom_resource_is_415(
-    mem: InMemoryStore, kube: KubeStore
-) -> None:
-    await mem.create_object(
-        {
-            "apiVersion": "example.com/v1",
-            "kind": "Widget",
-            "metadata": {"name": "w", "namespace": "default"},
-        }
-    )
-    r = res(mem, "example.com/v1", "Widget")
-    with pytest.raises(UnsupportedPatchType) as info:
-        await kube.patch(
-            r,
-            "w",
-            {"metadata": {"labels": {"a": "b"}}},
-            patch_type=PatchType.STRATEGIC_MERGE,
-            namespace="default",
-        )
-    assert info.value.code == 415
-    out = await kube.patch(
-        r,
-        "w",
-        {"metadata": {"labels": {"a": "b"}}},
-        patch_type=PatchType.MERGE,
-        namespace="default",
-    )
-    assert out["metadata"]["labels"] == {"a": "b"}
 
 
 async def test_patch_conflict_and_invalid(mem: InMemoryStore, kube: KubeStore) -> None:
@@ -414,23 +344,6 @@ async def test_delete_with_policies(
         assert out is not None
         assert out["metadata"]["finalizers"] == [finalizer]
         assert out["metadata"]["deletionTimestamp"]
-
-
-async def test_delete_preconditions(mem: InMemoryStore, kube: KubeStore) -> None:
-    r = res(mem, "v1", "ConfigMap")
-    a = await cm(mem, "a")
-    with pytest.raises(Conflict) as info:
-        await kube.delete(r, "a", namespace="default", preconditions=Preconditions(uid="nope"))
-    assert info.value.code == 409
-    with pytest.raises(Conflict):
-        await kube.delete(
-            r, "a", namespace="default", preconditions=Preconditions(resource_version="1")
-        )
-    assert mem.exists("v1", "ConfigMap", "a", "default")
-    pre = Preconditions(uid=a["metadata"]["uid"], resource_version=a["metadata"]["resourceVersion"])
-    assert await kube.delete(r, "a", namespace="default", preconditions=pre) is None
-    with pytest.raises(NotFound):
-        await kube.delete(r, "a", namespace="default")
 
 
 async def test_create_and_already_exists(mem: InMemoryStore, kube: KubeStore) -> None:
