@@ -40,18 +40,22 @@ def run_suite(tmp_path: Path, ini: str, test_file: str, *args: str) -> str:
     return done.stdout
 
 
+#: What a pytest-asyncio user's configuration states (1.x warns otherwise).
+LOOP_SCOPE = "asyncio_default_fixture_loop_scope = function\n"
+
+
 def test_pytest_asyncio_strict_mode(tmp_path: Path) -> None:
-    out = run_suite(tmp_path, "asyncio_mode = strict\n", "test_asyncio_strict.py")
+    out = run_suite(tmp_path, "asyncio_mode = strict\n" + LOOP_SCOPE, "test_asyncio_strict.py")
     assert "2 passed" in out
 
 
 def test_pytest_asyncio_auto_mode(tmp_path: Path) -> None:
-    out = run_suite(tmp_path, "asyncio_mode = auto\n", "test_asyncio_auto.py")
+    out = run_suite(tmp_path, "asyncio_mode = auto\n" + LOOP_SCOPE, "test_asyncio_auto.py")
     assert "2 passed" in out
 
 
 def test_anyio_plugin_beside_pytest_asyncio(tmp_path: Path) -> None:
-    out = run_suite(tmp_path, "", "test_anyio.py")
+    out = run_suite(tmp_path, LOOP_SCOPE, "test_anyio.py")
     assert "4 passed" in out  # asyncio and trio
 
 
