@@ -316,25 +316,13 @@ class StoreRegistry(StoreCore):
                     reason="BadRequest",
                 )
             return namespace
-        if namespace:
-            raise BadRequest(
-                f"{storage.group_resource} is cluster-scoped; namespace {namespace!r} "
-                "must not be given",
-                reason="BadRequest",
-            )
-        return ""
+        return _cluster_scoped(storage, namespace)
 
     @staticmethod
     def _collection_namespace(storage: _Storage, namespace: str | None) -> str | None:
         if storage.spec.namespaced:
             return namespace or None
-        if namespace:
-            raise BadRequest(
-                f"{storage.group_resource} is cluster-scoped; namespace {namespace!r} "
-                "must not be given",
-                reason="BadRequest",
-            )
-        return ""
+        return _cluster_scoped(storage, namespace)
 
     def _remove_locked(
         self, storage: _Storage, namespace: str, name: str, last: JSONDict, wake: list[anyio.Event]
@@ -361,3 +349,14 @@ class StoreRegistry(StoreCore):
 
     def _crd_instance_removed_locked(self, crd: JSONDict, wake: builtins.list[anyio.Event]) -> None:
         """A custom object of ``crd`` was removed (the CRD cleanup hooks in here)."""
+
+
+def _cluster_scoped(storage: _Storage, namespace: str | None) -> str:
+    """The (empty) namespace of a cluster-scoped resource; naming one is a 400."""
+    if namespace:
+        raise BadRequest(
+            f"{storage.group_resource} is cluster-scoped; namespace {namespace!r} "
+            "must not be given",
+            reason="BadRequest",
+        )
+    return ""
