@@ -5,8 +5,8 @@ It behaves like containerd's CRI where the GC can tell the difference
 ``NotFound``, removing a sandbox takes its containers with it, removing an
 image in use is allowed) so that tests and the ``ownergc node --runtime
 memory`` demo exercise the same code paths as a real node. Every call is
-recorded in :attr:`InMemoryRuntime.calls`, and failures can be injected per
-operation and id, to test what the GC does when the runtime misbehaves.
+recorded in :attr:`InMemoryRuntime.calls`; to make the runtime misbehave,
+wrap it in :class:`ownergc.testing.faults.FaultyRuntime`.
 """
 
 from __future__ import annotations
@@ -61,7 +61,6 @@ class InMemoryRuntime:
         self.log_paths: dict[str, str] = {}
         #: ``(operation, id)`` of every call, in order (listings use id ``""``).
         self.calls: list[tuple[str, str]] = []
-        self._failures: dict[tuple[str, str], BaseException] = {}
 
     # --- populating -----------------------------------------------------------
 
@@ -148,19 +147,9 @@ class InMemoryRuntime:
     def set_sandbox_state(self, sandbox_id: str, state: SandboxState) -> None:
         self.sandboxes[sandbox_id] = dataclasses.replace(self.sandboxes[sandbox_id], state=state)
 
-    def fail(self, operation: str, target_id: str, exc: BaseException) -> None:
-        """Make ``operation`` (a method name) on ``target_id`` raise ``exc`` from now on."""
-        self._failures[(operation, target_id)] = exc
-
-    def clear_failures(self) -> None:
-        self._failures.clear()
-
     async def _enter(self, operation: str, target_id: str = "") -> None:
         await anyio.lowlevel.checkpoint()
         self.calls.append((operation, target_id))
-        exc = self._failures.get((operation, target_id))
-        if exc is not None:
-            raise exc
 
     # --- ContainerRuntime ---------------------------------------------------------
 

@@ -9,6 +9,7 @@ import pytest
 from ownergc.nodegc import Image
 from ownergc.protocols import ContainerRuntime
 from ownergc.testing.contract import ContainerRuntimeContract, RuntimeSeed
+from ownergc.testing.faults import FaultyRuntime
 from ownergc_backends.memory import InMemoryRuntime
 
 
@@ -46,3 +47,18 @@ class TestCRIRuntime(ContainerRuntimeContract):
         unused = await runtime.image_status(EXTRA[0])
         assert unused is not None
         return RuntimeSeed(sandbox[0], container, unused.id)
+
+
+class TestHealedFaultyRuntime(ContainerRuntimeContract):
+    """A FaultyRuntime with no failures set must be indistinguishable from its runtime."""
+
+    @pytest.fixture
+    def runtime(self) -> FaultyRuntime:
+        faulty = FaultyRuntime(InMemoryRuntime())
+        faulty.fail("remove_image", "sha256:unused", RuntimeError("set, then healed"))
+        faulty.clear()
+        return faulty
+
+    async def seed(self, runtime: ContainerRuntime) -> RuntimeSeed:
+        assert isinstance(runtime, FaultyRuntime)
+        return await TestInMemoryRuntime().seed(runtime.inner)

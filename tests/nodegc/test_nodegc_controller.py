@@ -28,6 +28,7 @@ from ownergc.nodegc import (
     legacy_log_symlink_name,
 )
 from ownergc.protocols import ObjectList
+from ownergc.testing.faults import FaultyRuntime
 from ownergc_backends.memory import InMemoryRuntime
 
 pytestmark = pytest.mark.anyio
@@ -146,6 +147,7 @@ async def test_failures_are_not_made_up_for_and_protect_the_sandbox():
     new = rt.create_container(sb1, "c", attempt=2, created_at=3)
     unknown = rt.create_container(sb1, "u", state=ContainerState.UNKNOWN, created_at=1)
     rt.create_container(sb1, "u", attempt=1, created_at=2)
+    rt = FaultyRuntime(rt)  # the runtime fails these calls
     rt.fail("remove_container", old.id, ServerError("boom"))
     rt.fail("container_status", mid.id, Unavailable("down"))
     rt.fail("stop_container", unknown.id, ServerError("stuck"))
@@ -216,6 +218,7 @@ async def test_unreadable_pod_logs_dir_fails_the_pass_but_other_steps_run(tmp_pa
 
 async def test_listing_failure_is_a_failed_pass():
     rt = InMemoryRuntime()
+    rt = FaultyRuntime(rt)  # the runtime fails these calls
     rt.fail("list_containers", "", Unavailable("runtime down"))
     gc = NodeGarbageCollector(rt, clock=Clock())
     res = await gc.collect_containers()
@@ -326,6 +329,7 @@ async def test_sandbox_image_unprotected_without_the_flag():
 
 async def test_failed_image_removal_moves_on_and_reports():
     rt = image_node(other=200 * MB)
+    rt = FaultyRuntime(rt)  # the runtime fails these calls
     rt.fail("remove_image", "sha256:a", ServerError("busy"))
     gc = NodeGarbageCollector(
         rt,
@@ -345,6 +349,7 @@ async def test_capacity_zero_and_stats_failure():
     res = await gc.collect_images()
     assert isinstance(res.error, InvalidDiskCapacity)
     rt = image_node()
+    rt = FaultyRuntime(rt)  # the runtime fails these calls
     rt.fail("image_fs_stats", "", Unavailable("no stats"))
     res = await NodeGarbageCollector(rt, clock=Clock()).collect_images()
     assert isinstance(res.error, Unavailable)
@@ -382,6 +387,7 @@ async def test_run_loops_until_cancelled():
 
 async def test_loop_survives_failing_passes():
     rt = InMemoryRuntime()
+    rt = FaultyRuntime(rt)  # the runtime fails these calls
     rt.fail("list_containers", "", Unavailable("down"))
     gc = NodeGarbageCollector(
         rt, container_gc_period=0.001, image_gc_period=0.001, image_detection_period=0.001
