@@ -226,6 +226,17 @@ class _Keys:
     counts: Counter[tuple[Any, ...]] = field(default_factory=Counter)
 
 
+@dataclass
+class _Scripted:
+    """A fault a test asked for (:meth:`FaultyStore.fail_next`)."""
+
+    verb: str
+    error: APIError
+    resource: tuple[str, str] | None
+    name: str | None
+    remaining: int
+
+
 class FaultyStore:
     """An ObjectStore that forwards to ``inner`` and injects faults from ``seed``.
 
@@ -250,6 +261,7 @@ class FaultyStore:
         #: Every injected fault, in the order they were injected.
         self.log: list[InjectedFault] = []
         self._keys = _Keys()
+        self._scripted: list[_Scripted] = []
 
     # -- bookkeeping -----------------------------------------------------------
 
@@ -302,6 +314,43 @@ class FaultyStore:
         # Always draw, so one kind's rate does not shift the others' draws.
         return rng.random() < rate and self.enabled
 
+    def fail_next(
+        self,
+        verb: str,
+        error: APIError,
+        *,
+        resource: APIResource | None = None,
+        name: str | None = None,
+        times: int = 1,
+    ) -> None:
+        """Answer the next ``times`` matching calls with ``error`` (a scripted fault).
+
+        ``verb`` is one of discover, list, watch, get, create, patch, delete;
+        ``resource`` and ``name`` narrow the match. The failing call is not
+        forwarded, so it changes nothing. Scripted faults fire whether or not
+        the random ones are ``enabled``.
+        """
+        if times < 1:
+            raise ValueError("times must be at least 1")
+        key = (resource.group, resource.resource) if resource is not None else None
+        self._scripted.append(_Scripted(verb, error, key, name, times))
+
+    def _scripted_fault(
+        self, verb: str, resource: APIResource | None, name: str | None
+    ) -> APIError | None:
+        for entry in self._scripted:
+            if entry.verb != verb or (entry.name is not None and entry.name != name):
+                continue
+            if entry.resource is not None and (
+                resource is None or entry.resource != (resource.group, resource.resource)
+            ):
+                continue
+            entry.remaining -= 1
+            if entry.remaining <= 0:
+                self._scripted.remove(entry)
+            return entry.error
+        return None
+
     async def _latency(
         self,
         rng: random.Random,
@@ -323,7 +372,13 @@ class FaultyStore:
         namespace: str | None,
         name: str | None,
     ) -> FaultKind | None:
-        """Which request fault (if any) this call gets; sleeps the latency first."""
+        """Which request fault (if any) this call gets; sleeps the latency first.
+
+        A scripted fault (:meth:`fail_next`) for the call is raised at once.
+        """
+        scripted = self._scripted_fault(verb, resource, name)
+        if scripted is not None:
+            raise scripted
         await self._latency(rng, verb, resource, namespace, name)
         # One draw per kind, always in this order (see _hit).
         hits = [

@@ -4,7 +4,6 @@ counter, storing and removing objects with their watch events, errors, the reque
 
 from __future__ import annotations
 
-import builtins
 import threading
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
@@ -16,7 +15,6 @@ import anyio
 import anyio.lowlevel
 
 from ownergc.errors import (
-    APIError,
     BadRequest,
     Conflict,
     Invalid,
@@ -33,7 +31,6 @@ from ._objects import (
     _PARTIAL_KIND,
     RequestRecord,
     _Event,
-    _Fault,
     _invalid,
     _meta,
     _ordered,
@@ -68,7 +65,6 @@ class StoreCore:
     _discovery_failures: dict[str, str]
     _requests: deque[RequestRecord]
     _request_counts: Counter[tuple[str, str]]
-    _faults: builtins.list[_Fault]
     _terminating_namespaces: bool
     _crd_served: dict[tuple[str, str], str]
     #: CRDs whose cleanup is running (their objects' removals must not re-enter it).
@@ -211,47 +207,14 @@ class StoreCore:
             self._requests.clear()
             self._request_counts.clear()
 
-    def fail_next(
-        self,
-        verb: str,
-        error: APIError,
-        *,
-        resource: APIResource | None = None,
-        name: str | None = None,
-        times: int = 1,
-    ) -> None:
-        """Answer the next ``times`` matching calls with ``error`` (fault injection for tests).
-
-        ``verb`` is one of discover, list, watch, get, create, update, patch,
-        delete; ``resource`` and ``name`` narrow the match. The failing call
-        changes nothing.
-        """
-        key = (resource.group, resource.resource) if resource is not None else None
-        with self._lock:
-            self._faults.append(_Fault(verb, error, key, name, times))
-
     def _begin(
         self,
         verb: str,
         resource: APIResource | None,
         namespace: str | None = None,
         name: str | None = None,
-    ) -> APIError | None:
-        """Record a call; return the injected error it must fail with, if any."""
+    ) -> None:
+        """Record a call in the request log."""
         with self._lock:
             self._requests.append(RequestRecord(verb, resource, namespace, name))
             self._request_counts[(verb, resource.group_resource if resource else "")] += 1
-            for fault in self._faults:
-                if fault.verb != verb:
-                    continue
-                if fault.resource is not None and (
-                    resource is None or fault.resource != (resource.group, resource.resource)
-                ):
-                    continue
-                if fault.name is not None and fault.name != name:
-                    continue
-                fault.remaining -= 1
-                if fault.remaining <= 0:
-                    self._faults.remove(fault)
-                return fault.error
-        return None

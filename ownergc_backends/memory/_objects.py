@@ -13,7 +13,6 @@ import anyio
 import anyio.lowlevel
 
 from ownergc.errors import (
-    APIError,
     Invalid,
 )
 from ownergc.protocols import (
@@ -42,7 +41,6 @@ __all__ = [
     "RequestRecord",
     "_Event",
     "_EventLog",
-    "_Fault",
     "_Storage",
     "_WatchStart",
     "_invalid",
@@ -116,15 +114,6 @@ class RequestRecord:
     resource: APIResource | None
     namespace: str | None = None
     name: str | None = None
-
-
-@dataclass(slots=True)
-class _Fault:
-    verb: str
-    error: APIError
-    resource: tuple[str, str] | None
-    name: str | None
-    remaining: int
 
 
 @dataclass(frozen=True, slots=True)

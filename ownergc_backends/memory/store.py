@@ -59,7 +59,6 @@ from ._objects import (
     _WATCH_BATCH,
     INITIAL_NAMESPACES,
     RequestRecord,
-    _Fault,
     _meta,
     _name_of,
     _namespace_of,
@@ -172,7 +171,6 @@ class InMemoryStore(StoreWrites):
         self._discovery_failures: dict[str, str] = {}
         self._requests: deque[RequestRecord] = deque(maxlen=request_log_limit)
         self._request_counts: Counter[tuple[str, str]] = Counter()
-        self._faults: list[_Fault] = []
         self._terminating_namespaces = terminating_namespaces
         #: (group, resource) served because of a CRD -> the CRD's name.
         self._crd_served: dict[tuple[str, str], str] = {}
@@ -189,9 +187,7 @@ class InMemoryStore(StoreWrites):
     async def discover(self) -> DiscoveryResult:
         """Every served resource version, minus group versions set to fail."""
         await anyio.lowlevel.checkpoint()
-        fault = self._begin("discover", None)
-        if fault is not None:
-            raise fault
+        self._begin("discover", None)
         with self._lock:
             failed = {**self._unavailable_api_services(), **self._discovery_failures}
             resources = tuple(
@@ -235,9 +231,7 @@ class InMemoryStore(StoreWrites):
     ) -> ObjectList:
         """All objects (sorted by namespace, name) and the store's current resourceVersion."""
         await anyio.lowlevel.checkpoint()
-        fault = self._begin("list", resource, namespace)
-        if fault is not None:
-            raise fault
+        self._begin("list", resource, namespace)
         with self._lock:
             storage = self._storage(resource)
             self._check_verb(storage, "list")
@@ -267,10 +261,8 @@ class InMemoryStore(StoreWrites):
         stops early should close the generator (``contextlib.aclosing``), which
         trio insists on.
         """
-        fault = self._begin("watch", resource, namespace)
+        self._begin("watch", resource, namespace)
         try:
-            if fault is not None:
-                raise fault
             start = self._watch_start(resource, resource_version, namespace)
         except APIError as exc:
             return self._failed_watch(exc)
@@ -373,9 +365,7 @@ class InMemoryStore(StoreWrites):
     ) -> JSONDict:
         """The live object; raises :class:`NotFound`."""
         await anyio.lowlevel.checkpoint()
-        fault = self._begin("get", resource, namespace, name)
-        if fault is not None:
-            raise fault
+        self._begin("get", resource, namespace, name)
         with self._lock:
             storage = self._storage(resource)
             self._check_verb(storage, "get")
@@ -400,9 +390,7 @@ class InMemoryStore(StoreWrites):
         namespace) or :class:`Forbidden` (namespace being deleted).
         """
         await anyio.lowlevel.checkpoint()
-        fault = self._begin("create", resource, namespace, _name_of(obj))
-        if fault is not None:
-            raise fault
+        self._begin("create", resource, namespace, _name_of(obj))
         with self._write() as wake:
             storage = self._storage(resource)
             self._check_verb(storage, "create")
@@ -427,9 +415,7 @@ class InMemoryStore(StoreWrites):
         """
         await anyio.lowlevel.checkpoint()
         name = _name_of(obj)
-        fault = self._begin("update", resource, namespace, name)
-        if fault is not None:
-            raise fault
+        self._begin("update", resource, namespace, name)
         with self._write() as wake:
             storage = self._storage(resource)
             self._check_verb(storage, "update")
@@ -493,9 +479,7 @@ class InMemoryStore(StoreWrites):
         a deleting object removes it; the patched object is returned.
         """
         await anyio.lowlevel.checkpoint()
-        fault = self._begin("patch", resource, namespace, name)
-        if fault is not None:
-            raise fault
+        self._begin("patch", resource, namespace, name)
         try:
             kind = PatchType(patch_type)
         except ValueError:
@@ -569,9 +553,7 @@ class InMemoryStore(StoreWrites):
         deleting object recomputes those finalizers from its options.
         """
         await anyio.lowlevel.checkpoint()
-        fault = self._begin("delete", resource, namespace, name)
-        if fault is not None:
-            raise fault
+        self._begin("delete", resource, namespace, name)
         policy = _validate_delete_options(propagation_policy, orphan_dependents)
         with self._write() as wake:
             storage = self._storage(resource)
@@ -698,9 +680,7 @@ class InMemoryStore(StoreWrites):
         is the object that remains, as :meth:`delete` returns it.
         """
         await anyio.lowlevel.checkpoint()
-        fault = self._begin("delete", resource, namespace, name)
-        if fault is not None:
-            raise fault
+        self._begin("delete", resource, namespace, name)
         policy = _validate_delete_options(propagation_policy, orphan_dependents)
         with self._write() as wake:
             storage = self._storage(resource)

@@ -19,8 +19,6 @@ from ownergc.errors import (
     MethodNotAllowed,
     NotFound,
     RESTMappingError,
-    ServerError,
-    UnsupportedPatchType,
 )
 from ownergc.protocols import APIResource, ObjectStore, PatchType, PropagationPolicy
 from ownergc_backends.memory import InMemoryStore
@@ -545,24 +543,6 @@ async def test_request_log_counts_calls(store: InMemoryStore) -> None:
     assert store.requests[1].name == "c" and store.requests[1].namespace == "default"
     store.clear_requests()
     assert store.request_count() == 0 and store.requests == ()
-
-
-async def test_fail_next_injects_errors(store: InMemoryStore) -> None:
-    await make_cm(store)
-    store.fail_next("delete", ServerError("etcd is sad"), resource=cm(store), name="c", times=2)
-    for _ in range(2):
-        with pytest.raises(ServerError):
-            await store.delete(cm(store), "c", namespace="default")
-        assert store.exists("v1", "ConfigMap", "c", "default")
-    assert await store.delete(cm(store), "c", namespace="default") is None
-    store.fail_next("patch", UnsupportedPatchType("nope"))
-    with pytest.raises(UnsupportedPatchType):
-        await store.patch(cm(store), "x", {}, patch_type=PatchType.MERGE, namespace="default")
-    store.fail_next("watch", Conflict("boom"))
-    stream = store.watch(cm(store), resource_version="0")
-    with pytest.raises(Conflict):
-        await stream.__anext__()
-    await stream.aclose()
 
 
 async def test_sync_helpers(store: InMemoryStore) -> None:

@@ -6,6 +6,7 @@ import anyio
 import pytest
 
 from ownergc.errors import Conflict, ServerError, TooManyRequests
+from ownergc.testing.faults import FaultyStore
 from ownergc_backends.memory import InMemoryStore
 from tests.e2e.e2e_helpers import delete, exists, fake_ref, make, ref, running_gc, settle
 
@@ -48,7 +49,7 @@ async def test_relist_after_expired_watch_catches_deletions_missed_meanwhile() -
 
 
 async def test_transient_server_errors_are_retried_until_the_cascade_finishes() -> None:
-    store = InMemoryStore()
+    store = FaultyStore(InMemoryStore())
     async with running_gc(store) as gc:
         owner = await make(store, "ConfigMap", "owner")
         deps = [await make(store, "Secret", f"d-{i}", owners=[ref(owner)]) for i in range(5)]
@@ -67,7 +68,7 @@ async def test_transient_server_errors_are_retried_until_the_cascade_finishes() 
 
 
 async def test_orphaning_retries_after_a_failed_patch_and_keeps_the_finalizer_until_done() -> None:
-    store = InMemoryStore()
+    store = FaultyStore(InMemoryStore())
     async with running_gc(store) as gc:
         owner = await make(store, "ConfigMap", "owner")
         dep = await make(store, "Secret", "dep", owners=[ref(owner)])

@@ -13,6 +13,7 @@ import pytest
 from ownergc.controller._namespace import NamespaceController, _ContentReport, namespace_conditions
 from ownergc.errors import ServerError
 from ownergc.protocols import DiscoveryResult
+from ownergc.testing.faults import FaultyStore
 from ownergc_backends.memory import InMemoryStore
 from tests.e2e.e2e_helpers import delete, exists, live, make, patch_merge
 
@@ -93,7 +94,7 @@ async def test_conditions_name_the_content_and_finalizers_that_remain() -> None:
 
 
 async def test_a_failing_list_is_a_content_failure_until_a_pass_succeeds() -> None:
-    store = InMemoryStore(terminating_namespaces=True)
+    store = FaultyStore(InMemoryStore(terminating_namespaces=True))
     namespaces = store.resource_for("v1", "Namespace")
     seen: list[dict[str, str]] = []
 

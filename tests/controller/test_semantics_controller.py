@@ -10,6 +10,7 @@ import pytest
 
 from ownergc.controller import DEFAULT_IGNORED_RESOURCES, GarbageCollector
 from ownergc.errors import Conflict
+from ownergc.testing.faults import FaultyStore
 from ownergc_backends.memory import InMemoryStore
 from tests.e2e.e2e_helpers import delete, exists, make, ref, running_gc, settle
 
@@ -70,7 +71,7 @@ async def test_items9_10_only_preferred_deletable_unignored_resources_are_monito
 
 
 async def test_item13_not_synced_without_monitors_and_workers_start_after_timeout() -> None:
-    store = InMemoryStore()
+    store = FaultyStore(InMemoryStore())
     gc = GarbageCollector(store, initial_sync_timeout=0.2)
     assert not gc.is_synced()
     configmaps = store.resource_for("v1", "ConfigMap")
@@ -112,7 +113,7 @@ def test_items14_74_defaults_are_kube_controller_managers() -> None:
 async def test_item68_remove_finalizer_gives_up_after_four_conflicts_then_retries_later(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    store = InMemoryStore()
+    store = FaultyStore(InMemoryStore())
     async with running_gc(store, use_cache=False) as gc:
         owner = await make(store, "ConfigMap", "owner")
         await settle(gc)

@@ -275,3 +275,29 @@ async def test_garbage_is_collected_after_repeated_delete_conflicts(use_cache: b
         await settle(gc)
         assert wrapper.deletes >= 3
         assert_oracle(store)
+
+
+async def test_scripted_faults_fail_the_next_matching_calls_and_change_nothing() -> None:
+    from ownergc.errors import Conflict, ServerError, UnsupportedPatchType
+    from ownergc.protocols import PatchType
+    from ownergc.testing.faults import FaultyStore
+
+    faulty = FaultyStore(InMemoryStore())
+    configmaps = faulty.resource_for("v1", "ConfigMap")
+    await faulty.create_object(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "default"}}
+    )
+    faulty.fail_next("delete", ServerError("etcd is sad"), resource=configmaps, name="c", times=2)
+    for _ in range(2):
+        with pytest.raises(ServerError):
+            await faulty.delete(configmaps, "c", namespace="default")
+        assert faulty.exists("v1", "ConfigMap", "c", "default")
+    assert await faulty.delete(configmaps, "c", namespace="default") is None
+    faulty.fail_next("patch", UnsupportedPatchType("nope"))
+    with pytest.raises(UnsupportedPatchType):
+        await faulty.patch(configmaps, "x", {}, patch_type=PatchType.MERGE, namespace="default")
+    faulty.fail_next("watch", Conflict("boom"))
+    stream = faulty.watch(configmaps, resource_version="0")
+    with pytest.raises(Conflict):
+        await stream.__anext__()
+    await stream.aclose()
