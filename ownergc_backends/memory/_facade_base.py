@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import threading
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Final, NamedTuple
+from typing import Final, NamedTuple, Protocol, runtime_checkable
 
 import anyio
 import anyio.abc
@@ -22,7 +20,7 @@ from ownergc.errors import (
     BadRequest,
     NotFound,
 )
-from ownergc.protocols import APIResource, JSONDict, PatchType
+from ownergc.protocols import APIResource, JSONDict, ObjectStore, PatchType, WatchEvent
 
 from ._negotiation import (
     _json_body,
@@ -38,19 +36,19 @@ from .store import InMemoryStore
 __all__ = [
     "_ALL_CATEGORY",
     "_APPLY_PATCH",
-    "_FAULT_REASONS",
     "_PATCH_TYPES",
     "_RETURN_DELETED_OBJECT",
     "_SHORT_NAMES",
     "FacadeState",
     "RequestLogEntry",
+    "StoreWrapper",
     "WriteHook",
-    "_Fault",
     "_OpenWatch",
     "_ResourceRoute",
     "_WatchPlan",
     "_key",
     "_kube_verb",
+    "memory_store_behind",
 ]
 
 
@@ -110,22 +108,6 @@ _PATCH_TYPES: Final[dict[str, PatchType]] = {p.value: p for p in PatchType}
 _APPLY_PATCH: Final = "application/apply-patch+yaml"
 
 
-_FAULT_REASONS: Final[dict[int, str]] = {
-    400: "BadRequest",
-    401: "Unauthorized",
-    403: "Forbidden",
-    404: "NotFound",
-    409: "Conflict",
-    410: "Expired",
-    415: "UnsupportedMediaType",
-    422: "Invalid",
-    429: "TooManyRequests",
-    500: "InternalError",
-    503: "ServiceUnavailable",
-    504: "Timeout",
-}
-
-
 class RequestLogEntry(NamedTuple):
     """One request as the server answered it (``path`` without the query)."""
 
@@ -169,22 +151,51 @@ class _WatchPlan:
     bookmarks: bool = False
 
 
-@dataclass(slots=True)
-class _Fault:
-    method: str | None
-    path: re.Pattern[str] | None
-    verb: str | None
-    status: int
-    retry_after: float | None
-    delay: float
-    remaining: int
-    reason: str | None
-
-
 @dataclass(eq=False, slots=True)
 class _OpenWatch:
     scope: anyio.CancelScope
-    ending: str | None = None  # "drop" or "expire"
+
+
+@runtime_checkable
+class StoreWrapper(Protocol):
+    """A wrapper of the served store, such as ``ownergc.testing.faults.FaultyStore``.
+
+    The facade serves the :class:`InMemoryStore` behind ``inner`` (following
+    nested wrappers), admits each request through :meth:`admit` (which may
+    wait, or raise the error the client then gets) and reads every watch
+    through the wrapper. That is how tests inject HTTP faults without the
+    facade having fault hooks of its own.
+    """
+
+    inner: ObjectStore
+
+    async def admit(
+        self, verb: str, resource: APIResource | None = None, *, name: str | None = None
+    ) -> None: ...
+
+    def watch(
+        self,
+        resource: APIResource,
+        *,
+        resource_version: str,
+        namespace: str | None = None,
+        metadata_only: bool = True,
+        timeout_seconds: float | None = None,
+    ) -> AsyncIterator[WatchEvent]: ...
+
+
+def memory_store_behind(served: InMemoryStore | StoreWrapper) -> InMemoryStore:
+    """The :class:`InMemoryStore` a facade serves, unwrapping wrappers."""
+    store: object = served
+    while not isinstance(store, InMemoryStore):
+        inner = getattr(store, "inner", None)
+        if inner is None:
+            raise TypeError(
+                "KubeAPIServer serves an InMemoryStore or a wrapper of one "
+                f"(with .inner, e.g. FaultyStore), not {type(served).__name__}"
+            )
+        store = inner
+    return store
 
 
 def _kube_verb(request: Request) -> str:
@@ -227,10 +238,9 @@ class FacadeState:
     requests: list[RequestLogEntry]
     verb_counts: Counter[str]
     write_hooks: list[WriteHook]
-    _faults: list[_Fault]
-    _faults_lock: threading.Lock
+    #: What requests are admitted by and watches read through: the store, or a wrapper of it.
+    served: InMemoryStore | StoreWrapper
     _watches: set[_OpenWatch]
-    _expired_before: int
     _portal: anyio.from_thread.BlockingPortal | None
     _task_group: anyio.abc.TaskGroup | None
     _loop_thread: int | None

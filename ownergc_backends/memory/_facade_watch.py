@@ -19,7 +19,7 @@ from ownergc.errors import (
     APIError,
     BadRequest,
     Invalid,
-    ResourceExpired,
+    Unavailable,
 )
 from ownergc.protocols import JSONDict, WatchEvent
 
@@ -103,13 +103,15 @@ class WatchRoutes(DiscoveryRoutes):
 
         Errors after the stream started (too old resourceVersion, a store
         fault) become an ERROR event carrying a Status, as kube-apiserver's
-        watch cache sends them, and the stream ends cleanly.
+        watch cache sends them, and the stream ends cleanly. A lost
+        connection (:class:`Unavailable` from a wrapper of the store) ends it
+        abruptly: no terminating chunk, the connection just closes.
         """
         writer = ChunkedWriter(stream)
         await writer.start(200, _JSON_HEADERS)
         handle = _OpenWatch(anyio.CancelScope())
         self._watches.add(handle)
-        peer_closed = False
+        peer_closed = dropped = False
         try:
             async with anyio.create_task_group() as tg:
 
@@ -125,38 +127,27 @@ class WatchRoutes(DiscoveryRoutes):
                 tg.start_soon(watch_peer)
                 with handle.scope:
                     try:
-                        await self._pump_events(plan, writer)
+                        dropped = await self._pump_events(plan, writer)
                     except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                         # The client went away mid-event: an ordinary end of a watch.
                         peer_closed = True
                 tg.cancel_scope.cancel()
         finally:
             self._watches.discard(handle)
-        if peer_closed or handle.ending == "drop":
+        if peer_closed or dropped:
             # Abrupt end: no terminating chunk, the connection just closes.
             return False
-        if handle.ending == "expire":
-            await writer.send(self._error_event(self._expired_error()))
         await writer.finish()
         return True
-
-    def _expired_error(self) -> ResourceExpired:
-        return ResourceExpired(
-            f"too old resource version: the watch was expired by the server "
-            f"(resourceVersion {self._expired_before})",
-            reason="Expired",
-        )
 
     @staticmethod
     def _error_event(error: APIError) -> bytes:
         return _encode({"type": "ERROR", "object": error.to_status()}) + b"\n"
 
-    async def _pump_events(self, plan: _WatchPlan, writer: ChunkedWriter) -> None:
+    async def _pump_events(self, plan: _WatchPlan, writer: ChunkedWriter) -> bool:
+        """Send the events; True when the connection was lost (see :meth:`_stream_watch`)."""
         route, target, selector = plan.route, plan.target, plan.filter
         rv = plan.resource_version
-        if rv and 0 < int(rv) < self._expired_before:
-            await writer.send(self._error_event(self._expired_error()))
-            return
         metadata_only = target.kind in ("PartialObjectMetadata", "PartialObjectMetadataList")
         state = _PumpState(plan, first_table=True)
         if plan.send_initial:
@@ -171,7 +162,7 @@ class WatchRoutes(DiscoveryRoutes):
             rv = listed.resource_version
             await writer.send(self._bookmark(plan, rv, initial_events_end=True))
         state.resource_version = rv
-        events = self.store.watch(
+        events = self.served.watch(
             route.resource,
             resource_version=rv,
             namespace=route.namespace,
@@ -184,6 +175,7 @@ class WatchRoutes(DiscoveryRoutes):
         if selector.labels and rv not in ("", "0"):
             current = await self.store.list(route.resource, namespace=route.namespace)
             visible = {_key(o) for o in current.items if selector.matches(o)}
+        dropped = False
         try:
             async with anyio.create_task_group() as tg:
                 if plan.bookmarks:
@@ -197,6 +189,8 @@ class WatchRoutes(DiscoveryRoutes):
                             "resourceVersion", state.resource_version
                         )
                         await writer.send(self._event_line(state, kind, event.object))
+                except Unavailable:
+                    dropped = True
                 except APIError as exc:
                     await writer.send(self._error_event(exc))
                 tg.cancel_scope.cancel()
@@ -206,6 +200,7 @@ class WatchRoutes(DiscoveryRoutes):
             if aclose is not None:
                 with anyio.CancelScope(shield=True):
                     await aclose()
+        return dropped
 
     def _event_line(self, state: _PumpState, kind: str, obj: JSONDict) -> bytes:
         """One watch event in the representation the client asked for."""

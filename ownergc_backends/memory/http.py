@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import re
 import threading
 import time
 from collections import Counter
@@ -64,16 +63,16 @@ from ownergc.protocols import APIResource, JSONDict, Preconditions
 
 from ._facade_base import (
     _APPLY_PATCH,
-    _FAULT_REASONS,
     _PATCH_TYPES,
     _RETURN_DELETED_OBJECT,
     RequestLogEntry,
+    StoreWrapper,
     WriteHook,
-    _Fault,
     _kube_verb,
     _OpenWatch,
     _ResourceRoute,
     _WatchPlan,
+    memory_store_behind,
 )
 from ._facade_scale import ScaleRoutes
 from ._negotiation import (
@@ -104,6 +103,7 @@ from .store import InMemoryStore
 __all__ = [
     "KubeAPIServer",
     "RequestLogEntry",
+    "StoreWrapper",
     "WriteHook",
     "run_in_thread",
     "serve_in_background",
@@ -121,22 +121,31 @@ class KubeAPIServer(ScaleRoutes):
     reuses the same port, which lets tests restart a server under a client.
 
     Every request is recorded in :attr:`requests` and counted per kube verb in
-    :attr:`verb_counts`. :meth:`inject`, :meth:`drop_watches` and
-    :meth:`expire_watches` inject faults deterministically.
+    :attr:`verb_counts`.
+
+    ``store`` may be a wrapper of the in-memory store (a :class:`StoreWrapper`
+    such as ``ownergc.testing.faults.FaultyStore``): requests are then admitted
+    by it and watches read through it, so the faults it scripts (a 429 with
+    Retry-After, a slow answer, a dropped or expired watch) reach clients as
+    kube-apiserver would send them. The facade has no fault hooks of its own.
     """
 
-    def __init__(self, store: InMemoryStore, *, host: str = "127.0.0.1", port: int = 0) -> None:
-        self.store = store
+    def __init__(
+        self,
+        store: InMemoryStore | StoreWrapper,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        self.served = store
+        self.store = memory_store_behind(store)
         self.host = host
         self.port = port
         self.url = ""
         self.requests: list[RequestLogEntry] = []
         self.verb_counts: Counter[str] = Counter()
         self.write_hooks: list[WriteHook] = []
-        self._faults: list[_Fault] = []
-        self._faults_lock = threading.Lock()
         self._watches: set[_OpenWatch] = set()
-        self._expired_before = 0
         self._portal: anyio.from_thread.BlockingPortal | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
         self._loop_thread: int | None = None
@@ -201,7 +210,6 @@ class KubeAPIServer(ScaleRoutes):
         keep_alive = request.keep_alive
         result: _Response | _WatchPlan
         try:
-            await self._apply_fault(request, verb)
             result = await self._route(request)
         except APIError as exc:
             result = _error_response(exc)
@@ -284,8 +292,10 @@ class KubeAPIServer(ScaleRoutes):
     ) -> _Response | _WatchPlan:
         if not rest:
             negotiate(request.headers.get("accept"), conversions=False)
+            await self._admit("discover", None, f"{group}/{version}" if group else version)
             return await self._resource_list(group, version)
         route = self._resource_route(group, version, rest, request.path)
+        await self._admit(_kube_verb(request), route.resource, route.name)
         method = request.method
         if route.subresource is not None and method not in ("GET", "HEAD", "PUT", "PATCH"):
             raise MethodNotAllowed(
@@ -575,99 +585,15 @@ class KubeAPIServer(ScaleRoutes):
 
     # ------------------------------------------------------------------ watch
 
-    # ------------------------------------------------------------------ fault injection
-
-    def inject(
-        self,
-        *,
-        method: str | None = None,
-        path: str | None = None,
-        status: int = 500,
-        retry_after: float | None = None,
-        delay: float = 0.0,
-        times: int = 1,
-        reason: str | None = None,
-        verb: str | None = None,
-    ) -> None:
-        """Answer the next ``times`` matching requests with ``status`` (a Status body).
-
-        ``method`` matches the HTTP method, ``path`` is a regex searched in the
-        request path (without the query), ``verb`` the kube verb (get, list,
-        watch, create, update, patch, delete, deletecollection, discovery).
-        ``delay`` seconds pass before answering; with a ``status`` below 400
-        the request is then served normally (a slow response). ``retry_after``
-        sets the Retry-After header. Faults are matched in the order injected.
-        """
-        if times < 1:
-            raise ValueError("times must be at least 1")
-        fault = _Fault(
-            method=method.upper() if method else None,
-            path=re.compile(path) if path is not None else None,
-            verb=verb,
-            status=status,
-            retry_after=retry_after,
-            delay=delay,
-            remaining=times,
-            reason=reason,
-        )
-        with self._faults_lock:
-            self._faults.append(fault)
-
-    def clear_faults(self) -> None:
-        """Forget every injected fault that has not fired yet."""
-        with self._faults_lock:
-            self._faults.clear()
-
-    async def _apply_fault(self, request: Request, verb: str) -> None:
-        with self._faults_lock:
-            for fault in self._faults:
-                if fault.method is not None and fault.method != request.method:
-                    continue
-                if fault.path is not None and not fault.path.search(request.path):
-                    continue
-                if fault.verb is not None and fault.verb != verb:
-                    continue
-                fault.remaining -= 1
-                if fault.remaining <= 0:
-                    self._faults.remove(fault)
-                break
-            else:
-                return
-        if fault.delay > 0:
-            await anyio.sleep(fault.delay)
-        if fault.status >= 400:
-            reason = fault.reason or _FAULT_REASONS.get(fault.status, "InternalError")
-            raise error_for_status(
-                fault.status,
-                f"injected fault: {fault.status} {reason} for {request.method} {request.path}",
-                reason=reason,
-                retry_after=fault.retry_after,
-            )
-
-    def drop_watches(self) -> None:
-        """End every open watch stream abruptly: the connection closes mid-stream,
-        without the terminating chunk, as when a load balancer or apiserver dies."""
-        self._end_watches("drop")
-
-    def expire_watches(self) -> None:
-        """Compaction: open watches get a 410 Expired ERROR event and end; a later
-        watch from a resourceVersion older than the store's current one gets the
-        same event at once (clients must relist)."""
-        self._expired_before = int(self.store.resource_version)
-        self._end_watches("expire")
+    async def _admit(self, verb: str, resource: APIResource | None, name: str | None) -> None:
+        """Let a wrapper of the store (e.g. FaultyStore) fail or delay this request."""
+        if not isinstance(self.served, InMemoryStore):
+            await self.served.admit(verb, resource, name=name)
 
     @property
     def open_watches(self) -> int:
         """How many watch streams are being served right now."""
         return len(self._watches)
-
-    def _end_watches(self, how: str) -> None:
-        def end() -> None:
-            for handle in list(self._watches):
-                handle.ending = handle.ending or how
-                handle.scope.cancel()
-
-        self._in_loop(end)
 
     def _in_loop(self, func: Callable[[], None]) -> None:
         """Run ``func`` on the server's event loop thread (cancel scopes live there)."""
@@ -729,7 +655,7 @@ def _log_request(request: Request, status: int, started: float, note: str = "") 
 
 @asynccontextmanager
 async def serve_in_background(
-    store: InMemoryStore, *, host: str = "127.0.0.1", port: int = 0
+    store: InMemoryStore | StoreWrapper, *, host: str = "127.0.0.1", port: int = 0
 ) -> AsyncIterator[KubeAPIServer]:
     """Serve ``store`` in the current event loop for the duration of the block."""
     server = KubeAPIServer(store, host=host, port=port)
@@ -743,7 +669,11 @@ async def serve_in_background(
 
 @contextmanager
 def run_in_thread(
-    store: InMemoryStore, *, host: str = "127.0.0.1", port: int = 0, backend: str = "asyncio"
+    store: InMemoryStore | StoreWrapper,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    backend: str = "asyncio",
 ) -> Iterator[KubeAPIServer]:
     """Serve ``store`` from an event loop in a background thread, for sync clients
     (kubectl subprocesses, the official sync client). Store writes from the test

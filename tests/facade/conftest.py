@@ -2,7 +2,9 @@
 
 ``server`` runs the facade in a background thread (for the sync official
 client, kubectl subprocesses and raw ``http.client`` requests); async tests
-use ``serve_in_background`` in the test's own loop instead.
+use ``serve_in_background`` in the test's own loop instead. A test that also
+asks for ``faulty`` gets a server serving the store through that
+``FaultyStore`` (no random faults), to script HTTP faults on it.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from ownergc.protocols import APIResource
+from ownergc.testing.faults import FaultyStore
 from ownergc_backends.memory import InMemoryStore
 from ownergc_backends.memory.http import KubeAPIServer, run_in_thread
 from tests.facade.facade_helpers import Kubectl, find_kubectl
@@ -25,9 +29,20 @@ def store() -> InMemoryStore:
 
 
 @pytest.fixture
-def server(store: InMemoryStore) -> Iterator[KubeAPIServer]:
-    with run_in_thread(store) as srv:
+def faulty(store: InMemoryStore) -> FaultyStore:
+    return FaultyStore(store)
+
+
+@pytest.fixture
+def server(store: InMemoryStore, request: pytest.FixtureRequest) -> Iterator[KubeAPIServer]:
+    served = request.getfixturevalue("faulty") if "faulty" in request.fixturenames else store
+    with run_in_thread(served) as srv:
         yield srv
+
+
+@pytest.fixture
+def configmaps(store: InMemoryStore) -> APIResource:
+    return store.resource_for("v1", "ConfigMap")
 
 
 @pytest.fixture

@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 
-from ownergc.protocols import PropagationPolicy
+from ownergc.errors import TooManyRequests
+from ownergc.protocols import APIResource, PropagationPolicy
+from ownergc.testing.faults import FaultyStore
 from ownergc_backends.memory import InMemoryStore
 from ownergc_backends.memory.http import KubeAPIServer, serve_in_background
 from tests.facade.facade_helpers import PARTIAL, PARTIAL_LIST
@@ -204,7 +206,9 @@ def test_metadata_only_through_call_api(api_client: Any, core: Any) -> None:
     assert [i["metadata"]["name"] for i in many["items"]] == ["meta"]
 
 
-def test_watch_helper_streams_and_raises_410_after_expiry(server: KubeAPIServer, core: Any) -> None:
+def test_watch_helper_streams_and_raises_410_after_expiry(
+    server: KubeAPIServer, faulty: FaultyStore, core: Any
+) -> None:
     start = core.list_namespaced_config_map("default").metadata.resource_version
     core.create_namespaced_config_map("default", cm("w1"))
     core.delete_namespaced_config_map("w1", "default")
@@ -219,7 +223,7 @@ def test_watch_helper_streams_and_raises_410_after_expiry(server: KubeAPIServer,
         )
     ]
     assert seen == [("ADDED", "w1"), ("DELETED", "w1")]
-    server.expire_watches()
+    faulty.expire_watches()
     with pytest.raises(ApiException) as expired:
         for _ in k8s_watch.Watch().stream(
             core.list_namespaced_config_map, "default", resource_version=start, timeout_seconds=1
@@ -228,19 +232,27 @@ def test_watch_helper_streams_and_raises_410_after_expiry(server: KubeAPIServer,
     assert expired.value.status == 410
 
 
-def test_429_reaches_the_client_with_retry_after(server: KubeAPIServer) -> None:
+def too_many(retry_after: float) -> TooManyRequests:
+    return TooManyRequests("too many requests", reason="TooManyRequests", retry_after=retry_after)
+
+
+def test_429_reaches_the_client_with_retry_after(
+    server: KubeAPIServer, faulty: FaultyStore, configmaps: APIResource
+) -> None:
     config = k8s.Configuration()
     config.host = server.url
     config.retries = False  # see the raw answer; urllib3 would otherwise retry
-    server.inject(path=r"/configmaps$", status=429, retry_after=7)
+    faulty.fail_next("list", too_many(7), resource=configmaps)
     with k8s.ApiClient(config) as raw_client, pytest.raises(ApiException) as throttled:
         k8s.CoreV1Api(raw_client).list_namespaced_config_map("default")
     assert throttled.value.status == 429
     assert throttled.value.headers["Retry-After"] == "7"
 
 
-def test_sync_client_honours_retry_after(server: KubeAPIServer, core: Any) -> None:
-    server.inject(path=r"/configmaps$", status=429, retry_after=1)
+def test_sync_client_honours_retry_after(
+    server: KubeAPIServer, faulty: FaultyStore, configmaps: APIResource, core: Any
+) -> None:
+    faulty.fail_next("list", too_many(1), resource=configmaps)
     started = time.monotonic()
     assert core.list_namespaced_config_map("default").items == []
     assert time.monotonic() - started >= 1

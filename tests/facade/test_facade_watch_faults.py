@@ -13,6 +13,9 @@ from typing import Any
 import anyio
 import pytest
 
+from ownergc.errors import ResourceExpired, ServerError, TooManyRequests, error_for_status
+from ownergc.protocols import APIResource
+from ownergc.testing.faults import FaultyStore
 from ownergc_backends.memory import InMemoryStore
 from ownergc_backends.memory.http import KubeAPIServer, serve_in_background
 from tests.facade.facade_helpers import PARTIAL, configmap, connect, request
@@ -140,25 +143,28 @@ def test_client_closing_a_watch_releases_it(server: KubeAPIServer) -> None:
     wait_until(lambda: server.open_watches == 0)
 
 
-def test_drop_watches_closes_the_connection_mid_stream(server: KubeAPIServer) -> None:
+def test_drop_watches_closes_the_connection_mid_stream(
+    server: KubeAPIServer, faulty: FaultyStore
+) -> None:
     with watch(server, "resourceVersion=1") as events:
         create(server, "d")
         assert events.next()["type"] == "ADDED"
-        server.drop_watches()
+        assert faulty.drop_watches() == 1
         with pytest.raises(http.client.IncompleteRead):
             events.resp.read()
     wait_until(lambda: server.open_watches == 0)
+    assert faulty.open_watches == 0
 
 
 def test_expire_watches_sends_410_error_event_and_fails_old_versions(
-    server: KubeAPIServer,
+    server: KubeAPIServer, faulty: FaultyStore
 ) -> None:
     old = create(server, "e1")["metadata"]["resourceVersion"]
     create(server, "e2")
     with watch(server, f"resourceVersion={old}") as events:
         assert events.next()["object"]["metadata"]["name"] == "e2"
-        wait_until(lambda: server.open_watches == 1)
-        server.expire_watches()
+        wait_until(lambda: faulty.open_watches == 1)
+        assert faulty.expire_watches() == 1
         rest = events.rest()  # ends cleanly after the ERROR event
     assert [e["type"] for e in rest] == ["ERROR"]
     status = rest[0]["object"]
@@ -197,11 +203,16 @@ def test_watch_from_an_evicted_version_is_an_error_event() -> None:
     assert events[0]["object"]["code"] == 410
 
 
-# ---------------------------------------------------------------- fault injection
+# ---------------------------------------------------------------- scripted faults
+# The facade has no fault hooks: a FaultyStore admits each request and the facade
+# answers what it raises as kube-apiserver would (Status body, Retry-After).
 
 
-def test_inject_429_with_retry_after_then_recovers(server: KubeAPIServer) -> None:
-    server.inject(method="GET", path=r"/configmaps$", status=429, retry_after=3, times=2)
+def test_a_scripted_429_with_retry_after_then_recovers(
+    server: KubeAPIServer, faulty: FaultyStore, configmaps: APIResource
+) -> None:
+    busy = TooManyRequests("slow down", reason="TooManyRequests", retry_after=3)
+    faulty.fail_next("list", busy, resource=configmaps, times=2)
     for _ in range(2):
         reply = request(server, "GET", BASE)
         assert reply.status == 429
@@ -211,10 +222,13 @@ def test_inject_429_with_retry_after_then_recovers(server: KubeAPIServer) -> Non
     assert [e.status for e in server.requests] == [429, 429, 200]
 
 
-def test_inject_filters_by_method_path_and_verb(server: KubeAPIServer) -> None:
+def test_scripted_faults_match_by_verb_resource_and_name(
+    server: KubeAPIServer, faulty: FaultyStore, configmaps: APIResource
+) -> None:
     create(server, "f")
-    server.inject(method="DELETE", status=500)
-    server.inject(path=r"/configmaps/f$", verb="get", status=503, retry_after=0.5)
+    faulty.fail_next("delete", ServerError("etcd is sad", reason="InternalError"))
+    unavailable = error_for_status(503, "later", reason="ServiceUnavailable", retry_after=0.5)
+    faulty.fail_next("get", unavailable, resource=configmaps, name="f")
     assert request(server, "GET", BASE).status == 200  # neither matches a list
     reply = request(server, "GET", f"{BASE}/f")
     assert reply.status == 503 and reply.headers["retry-after"] == "1"  # rounded up
@@ -222,13 +236,15 @@ def test_inject_filters_by_method_path_and_verb(server: KubeAPIServer) -> None:
     failed = request(server, "DELETE", f"{BASE}/f")
     assert failed.status == 500 and failed.json()["reason"] == "InternalError"
     assert request(server, "DELETE", f"{BASE}/f").status == 200
-    server.inject(status=410, reason="Gone")
-    server.clear_faults()
+    faulty.fail_next("list", ResourceExpired("gone", reason="Gone"))
+    faulty.clear_scripted()
     assert request(server, "GET", BASE).status == 200
 
 
-def test_inject_delay_slows_a_successful_response(server: KubeAPIServer) -> None:
-    server.inject(path=r"/configmaps$", status=200, delay=0.3)
+def test_delay_next_slows_a_successful_response(
+    server: KubeAPIServer, faulty: FaultyStore, configmaps: APIResource
+) -> None:
+    faulty.delay_next("list", 0.3, resource=configmaps)
     started = time.monotonic()
     assert request(server, "GET", BASE).status == 200
     assert time.monotonic() - started >= 0.3
@@ -237,8 +253,10 @@ def test_inject_delay_slows_a_successful_response(server: KubeAPIServer) -> None
     assert time.monotonic() - started < 0.3
 
 
-def test_inject_on_watch_requests(server: KubeAPIServer) -> None:
-    server.inject(verb="watch", status=410)
+def test_a_scripted_fault_on_a_watch_request_answers_before_the_stream(
+    server: KubeAPIServer, faulty: FaultyStore
+) -> None:
+    faulty.fail_next("watch", ResourceExpired("too old resource version", reason="Expired"))
     conn = connect(server)
     try:
         conn.request("GET", f"{BASE}?watch=true&resourceVersion=1")
@@ -247,6 +265,21 @@ def test_inject_on_watch_requests(server: KubeAPIServer) -> None:
         assert json.loads(resp.read())["reason"] == "Expired"
     finally:
         conn.close()
+
+
+def test_a_scripted_fault_on_group_version_discovery(
+    server: KubeAPIServer, faulty: FaultyStore
+) -> None:
+    down = error_for_status(503, "the aggregated server is down", reason="ServiceUnavailable")
+    faulty.fail_next("discover", down, name="apps/v1")
+    assert request(server, "GET", "/api/v1").status == 200
+    assert request(server, "GET", "/apis/apps/v1").status == 503
+    assert request(server, "GET", "/apis/apps/v1").status == 200
+
+
+def test_serving_a_store_that_is_not_in_memory_is_refused() -> None:
+    with pytest.raises(TypeError, match="InMemoryStore or a wrapper"):
+        KubeAPIServer(object())  # type: ignore[arg-type]
 
 
 def test_request_log_counts_verbs(server: KubeAPIServer) -> None:

@@ -17,7 +17,7 @@ import anyio
 from ownergc.controller import GarbageCollector
 from ownergc_backends.kube import KubeStore
 from ownergc_backends.memory import InMemoryStore
-from ownergc_backends.memory.http import KubeAPIServer, serve_in_background
+from ownergc_backends.memory.http import KubeAPIServer, StoreWrapper, serve_in_background
 
 
 @asynccontextmanager
@@ -32,7 +32,7 @@ async def kube_store_for(server: KubeAPIServer, **options: Any) -> AsyncIterator
 
 
 @asynccontextmanager
-async def served(store: InMemoryStore, **kw: Any) -> AsyncIterator[KubeAPIServer]:
+async def served(store: InMemoryStore | StoreWrapper, **kw: Any) -> AsyncIterator[KubeAPIServer]:
     async with serve_in_background(store, **kw) as server:
         yield server
 

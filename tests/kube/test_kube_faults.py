@@ -17,6 +17,8 @@ import anyio
 import pytest
 
 from ownergc.controller import GarbageCollector
+from ownergc.errors import ServerError, TooManyRequests, error_for_status
+from ownergc.testing.faults import FaultyStore
 from ownergc_backends.memory import InMemoryStore
 from ownergc_backends.memory.http import KubeAPIServer
 from tests.e2e.e2e_helpers import delete, exists, make, owner_uids, ref, running_gc
@@ -79,27 +81,38 @@ async def eventually(check: Callable[[], bool], timeout: float = 40.0) -> None:
             await anyio.sleep(0.05)
 
 
+def too_many(retry_after: float) -> TooManyRequests:
+    return TooManyRequests("injected", reason="TooManyRequests", retry_after=retry_after)
+
+
+def internal_error() -> ServerError:
+    return ServerError("injected", reason="InternalError")
+
+
 @asynccontextmanager
 async def harness(
     store: InMemoryStore, **gc_kwargs: Any
-) -> AsyncIterator[tuple[KubeAPIServer, GarbageCollector]]:
-    async with served(store) as server, kube_store_for(server) as kube:
+) -> AsyncIterator[tuple[KubeAPIServer, FaultyStore, GarbageCollector]]:
+    """The facade serves ``store`` through a FaultyStore, whose scripted faults
+    reach the collector's KubeStore as HTTP answers."""
+    faulty = FaultyStore(store)
+    async with served(faulty) as server, kube_store_for(server) as kube:
         gc_kwargs.setdefault("workers", 5)
         async with running_gc(kube, **gc_kwargs) as gc:
-            yield server, gc
+            yield server, faulty, gc
 
 
 async def run_cascade(
     policy: str,
-    fault: Callable[[KubeAPIServer], Awaitable[None]],
+    fault: Callable[[KubeAPIServer, FaultyStore], Awaitable[None]],
     **gc_kwargs: Any,
 ) -> KubeAPIServer:
     store = InMemoryStore()
     tree = await Tree().build(store)
-    async with harness(store, **gc_kwargs) as (server, gc):
+    async with harness(store, **gc_kwargs) as (server, faulty, gc):
         await settle_over_http(gc)
         async with anyio.create_task_group() as tg:
-            tg.start_soon(fault, server)
+            tg.start_soon(fault, server, faulty)
             await delete(store, tree.owner, policy)
             await eventually(lambda: tree.converged(store))
             tg.cancel_scope.cancel()
@@ -114,10 +127,10 @@ POLICIES = ["Background", "Foreground"]
 
 @pytest.mark.parametrize("policy", POLICIES)
 async def test_dropped_watches(policy: str) -> None:
-    async def drop(server: KubeAPIServer) -> None:
+    async def drop(server: KubeAPIServer, faulty: FaultyStore) -> None:
         for _ in range(20):
             await anyio.sleep(0.03)
-            server.drop_watches()
+            faulty.drop_watches()
 
     server = await run_cascade(policy, drop)
     # Every monitor re-watched after the drops.
@@ -126,11 +139,11 @@ async def test_dropped_watches(policy: str) -> None:
 
 @pytest.mark.parametrize("policy", POLICIES)
 async def test_expired_watches_relist(policy: str) -> None:
-    async def expire(server: KubeAPIServer) -> None:
+    async def expire(server: KubeAPIServer, faulty: FaultyStore) -> None:
         before = server.request_count("list")
         for _ in range(3):
             await anyio.sleep(0.05)
-            server.expire_watches()
+            faulty.expire_watches()
         with anyio.fail_after(10):
             while server.request_count("list") == before:
                 await anyio.sleep(0.02)
@@ -140,10 +153,10 @@ async def test_expired_watches_relist(policy: str) -> None:
 
 @pytest.mark.parametrize("policy", POLICIES)
 async def test_429_with_retry_after(policy: str) -> None:
-    async def throttle(server: KubeAPIServer) -> None:
-        server.inject(verb="delete", status=429, retry_after=0.05, times=12)
-        server.inject(verb="patch", status=429, retry_after=0.05, times=4)
-        server.inject(verb="get", status=429, retry_after=0.05, times=4)
+    async def throttle(server: KubeAPIServer, faulty: FaultyStore) -> None:
+        faulty.fail_next("delete", too_many(0.05), times=12)
+        faulty.fail_next("patch", too_many(0.05), times=4)
+        faulty.fail_next("get", too_many(0.05), times=4)
 
     server = await run_cascade(policy, throttle)
     assert sum(1 for r in server.requests if r.status == 429) >= 12
@@ -151,10 +164,12 @@ async def test_429_with_retry_after(policy: str) -> None:
 
 @pytest.mark.parametrize("policy", POLICIES)
 async def test_500s(policy: str) -> None:
-    async def fail(server: KubeAPIServer) -> None:
-        server.inject(verb="delete", status=500, times=8)
-        server.inject(verb="patch", status=500, times=3)
-        server.inject(verb="get", status=503, times=3)
+    async def fail(server: KubeAPIServer, faulty: FaultyStore) -> None:
+        faulty.fail_next("delete", internal_error(), times=8)
+        faulty.fail_next("patch", internal_error(), times=3)
+        faulty.fail_next(
+            "get", error_for_status(503, "injected", reason="ServiceUnavailable"), times=3
+        )
 
     server = await run_cascade(policy, fail)
     assert sum(1 for r in server.requests if r.status == 500) >= 8
@@ -162,11 +177,11 @@ async def test_500s(policy: str) -> None:
 
 @pytest.mark.parametrize("policy", POLICIES)
 async def test_slow_responses(policy: str) -> None:
-    async def slow(server: KubeAPIServer) -> None:
-        server.inject(verb="delete", status=200, delay=0.15, times=10)
-        server.inject(verb="get", status=200, delay=0.15, times=5)
-        server.inject(verb="list", status=200, delay=0.3, times=2)
-        server.drop_watches()  # the relists hit the slow lists
+    async def slow(server: KubeAPIServer, faulty: FaultyStore) -> None:
+        faulty.delay_next("delete", 0.15, times=10)
+        faulty.delay_next("get", 0.15, times=5)
+        faulty.delay_next("list", 0.3, times=2)
+        faulty.drop_watches()  # every monitor re-watches meanwhile
 
     await run_cascade(policy, slow)
 
@@ -175,13 +190,14 @@ async def test_slow_responses_past_the_client_timeout() -> None:
     """Answers slower than the client's timeout are Unavailable; retries converge."""
     store = InMemoryStore()
     tree = await Tree().build(store)
+    faulty = FaultyStore(store)
     async with (
-        served(store) as server,
+        served(faulty) as server,
         kube_store_for(server, request_timeout=0.2) as kube,
         running_gc(kube, workers=5) as gc,
     ):
         await settle_over_http(gc)
-        server.inject(verb="delete", status=200, delay=0.5, times=6)
+        faulty.delay_next("delete", 0.5, times=6)
         await delete(store, tree.owner, "Background")
         await eventually(lambda: tree.converged(store))
         await settle_over_http(gc)
@@ -193,7 +209,8 @@ async def test_server_restart_mid_cascade(policy: str) -> None:
     """Stop the server task and start a new one on the same port with the same store."""
     store = InMemoryStore()
     tree = await Tree().build(store)
-    server = KubeAPIServer(store)
+    faulty = FaultyStore(store)
+    server = KubeAPIServer(faulty)
     async with anyio.create_task_group() as tg:
         scope = anyio.CancelScope()
         stopped = anyio.Event()
@@ -211,8 +228,8 @@ async def test_server_restart_mid_cascade(policy: str) -> None:
         async with kube_store_for(server) as kube, running_gc(kube, workers=3) as gc:
             await settle_over_http(gc)
             # Slow the deletes so that the restart lands mid-cascade.
-            server.inject(verb="delete", status=200, delay=0.05, times=100)
-            server.inject(verb="patch", status=200, delay=0.5, times=100)
+            faulty.delay_next("delete", 0.05, times=100)
+            faulty.delay_next("patch", 0.5, times=100)
             await delete(store, tree.owner, policy)
             await anyio.sleep(0.2)
             scope.cancel()

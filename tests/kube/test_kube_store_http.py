@@ -26,14 +26,25 @@ from ownergc.errors import (
     ServerError,
     TooManyRequests,
     Unavailable,
+    error_for_status,
 )
-from ownergc.protocols import ObjectStore, PatchType, PropagationPolicy
+from ownergc.protocols import APIResource, ObjectStore, PatchType, PropagationPolicy
+from ownergc.testing.faults import FaultyStore
 from ownergc_backends.kube import KubeStore, TokenBucket
 from ownergc_backends.memory import InMemoryStore
 from ownergc_backends.memory.http import KubeAPIServer
 from tests.kube.kube_helpers import kube_store_for, served
 
 pytestmark = pytest.mark.anyio
+
+
+def too_many(retry_after: float) -> TooManyRequests:
+    return TooManyRequests("injected", reason="TooManyRequests", retry_after=retry_after)
+
+
+def configmaps(mem: InMemoryStore) -> APIResource:
+    return mem.resource_for("v1", "ConfigMap")
+
 
 PARTIAL = ("meta.k8s.io/v1", "PartialObjectMetadata")
 
@@ -48,8 +59,17 @@ def mem() -> InMemoryStore:
 
 
 @pytest.fixture
-async def server(mem: InMemoryStore) -> AsyncIterator[KubeAPIServer]:
-    async with served(mem) as srv:
+def faulty(mem: InMemoryStore) -> FaultyStore:
+    return FaultyStore(mem)
+
+
+@pytest.fixture
+async def server(
+    mem: InMemoryStore, request: pytest.FixtureRequest
+) -> AsyncIterator[KubeAPIServer]:
+    """Served through ``faulty`` (no random faults) when the test scripts faults."""
+    wanted = "faulty" in request.fixturenames
+    async with served(request.getfixturevalue("faulty") if wanted else mem) as srv:
         yield srv
 
 
@@ -114,10 +134,11 @@ async def test_a_failing_group_version_does_not_hide_the_others(
 
 
 async def test_legacy_discovery_with_an_injected_503(
-    server: KubeAPIServer, mem: InMemoryStore
+    server: KubeAPIServer, faulty: FaultyStore, mem: InMemoryStore
 ) -> None:
     async with kube_store_for(server, aggregated_discovery=False) as kube:
-        server.inject(method="GET", path=r"^/apis/example\.com/v1$", status=503, times=1)
+        down = error_for_status(503, "injected", reason="ServiceUnavailable")
+        faulty.fail_next("discover", down, name="example.com/v1")
         got = await kube.discover()
         assert list(got.failed) == ["example.com/v1"]
         assert "503" in got.failed["example.com/v1"]
@@ -196,7 +217,7 @@ async def collect(stream: Any, n: int, timeout: float = 5.0) -> list[Any]:
 
 
 async def test_watch_resumes_from_the_last_version_after_a_drop(
-    server: KubeAPIServer, mem: InMemoryStore, kube: KubeStore
+    server: KubeAPIServer, faulty: FaultyStore, mem: InMemoryStore, kube: KubeStore
 ) -> None:
     r = res(mem, "v1", "ConfigMap")
     start = (await kube.list(r)).resource_version
@@ -219,7 +240,7 @@ async def test_watch_resumes_from_the_last_version_after_a_drop(
     async with anyio.create_task_group() as tg:
         tg.start_soon(consume)
         await anyio.sleep(0.2)
-        server.drop_watches()
+        faulty.drop_watches()
         with anyio.fail_after(5):
             await ended.wait()
     assert seen == []
@@ -246,7 +267,7 @@ async def test_watch_sees_modified_and_deleted(mem: InMemoryStore, kube: KubeSto
 
 
 async def test_watch_expired_raises_resource_expired(
-    server: KubeAPIServer, mem: InMemoryStore, kube: KubeStore
+    server: KubeAPIServer, faulty: FaultyStore, mem: InMemoryStore, kube: KubeStore
 ) -> None:
     r = res(mem, "v1", "ConfigMap")
     start = (await kube.list(r)).resource_version
@@ -263,7 +284,7 @@ async def test_watch_expired_raises_resource_expired(
     async with anyio.create_task_group() as tg:
         tg.start_soon(consume)
         await anyio.sleep(0.2)
-        server.expire_watches()
+        faulty.expire_watches()
     assert len(failure) == 1 and failure[0].code == 410
 
 
@@ -382,11 +403,13 @@ class Sleeps:
         await anyio.sleep(0)
 
 
-async def test_429_retry_after_is_honoured(server: KubeAPIServer, mem: InMemoryStore) -> None:
+async def test_429_retry_after_is_honoured(
+    server: KubeAPIServer, faulty: FaultyStore, mem: InMemoryStore
+) -> None:
     await cm(mem, "a")
     sleeps = Sleeps()
     async with kube_store_for(server, sleep=sleeps) as kube:
-        server.inject(method="GET", path=r"/configmaps/a$", status=429, retry_after=2, times=2)
+        faulty.fail_next("get", too_many(2), resource=configmaps(mem), name="a", times=2)
         got = await kube.get(res(mem, "v1", "ConfigMap"), "a", namespace="default")
         assert got["metadata"]["name"] == "a"
         assert sleeps.delays == [2.0, 2.0]
@@ -394,10 +417,12 @@ async def test_429_retry_after_is_honoured(server: KubeAPIServer, mem: InMemoryS
         assert kube.request_counts["get"] == 3
 
 
-async def test_429_gives_up_after_max_retries(server: KubeAPIServer, mem: InMemoryStore) -> None:
+async def test_429_gives_up_after_max_retries(
+    server: KubeAPIServer, faulty: FaultyStore, mem: InMemoryStore
+) -> None:
     await cm(mem, "a")
     async with kube_store_for(server, sleep=Sleeps(), max_retries=2) as kube:
-        server.inject(method="DELETE", path=r"/configmaps/a$", status=429, retry_after=1, times=5)
+        faulty.fail_next("delete", too_many(1), resource=configmaps(mem), name="a", times=5)
         with pytest.raises(TooManyRequests) as info:
             await kube.delete(res(mem, "v1", "ConfigMap"), "a", namespace="default")
         assert info.value.retry_after == 1.0
@@ -406,10 +431,10 @@ async def test_429_gives_up_after_max_retries(server: KubeAPIServer, mem: InMemo
 
 
 async def test_500_is_not_retried_without_retry_after(
-    server: KubeAPIServer, mem: InMemoryStore, kube: KubeStore
+    server: KubeAPIServer, faulty: FaultyStore, mem: InMemoryStore, kube: KubeStore
 ) -> None:
     await cm(mem, "a")
-    server.inject(method="GET", path=r"/configmaps/a$", status=500, times=1)
+    faulty.fail_next("get", ServerError("injected", reason="InternalError"), name="a")
     with pytest.raises(ServerError) as info:
         await kube.get(res(mem, "v1", "ConfigMap"), "a", namespace="default")
     assert info.value.code == 500
@@ -417,21 +442,24 @@ async def test_500_is_not_retried_without_retry_after(
     assert await kube.get(res(mem, "v1", "ConfigMap"), "a", namespace="default")
 
 
-async def test_503_with_retry_after_is_retried(server: KubeAPIServer, mem: InMemoryStore) -> None:
+async def test_503_with_retry_after_is_retried(
+    server: KubeAPIServer, faulty: FaultyStore, mem: InMemoryStore
+) -> None:
     await cm(mem, "a")
     sleeps = Sleeps()
     async with kube_store_for(server, sleep=sleeps) as kube:
-        server.inject(method="GET", path=r"/configmaps$", status=503, retry_after=1, times=1)
+        later = error_for_status(503, "injected", reason="ServiceUnavailable", retry_after=1)
+        faulty.fail_next("list", later, resource=configmaps(mem))
         listed = await kube.list(res(mem, "v1", "ConfigMap"))
         assert len(listed.items) == 1 and sleeps.delays == [1.0]
 
 
 async def test_slow_answer_times_out_as_unavailable(
-    server: KubeAPIServer, mem: InMemoryStore
+    server: KubeAPIServer, faulty: FaultyStore, mem: InMemoryStore
 ) -> None:
     await cm(mem, "a")
     async with kube_store_for(server, request_timeout=0.3) as kube:
-        server.inject(method="GET", path=r"/configmaps/a$", status=200, delay=2.0, times=1)
+        faulty.delay_next("get", 2.0, resource=configmaps(mem), name="a")
         with pytest.raises(Unavailable, match="timeout"):
             await kube.get(res(mem, "v1", "ConfigMap"), "a", namespace="default")
         # The next request gets a fresh connection and succeeds.

@@ -1,96 +1,14 @@
-"""``FaultyStore``: an :class:`~ownergc.protocols.ObjectStore` wrapper that injects faults.
-
-Wrap any ObjectStore (the in-memory store, a KubeStore, another wrapper) and
-hand the wrapper to the code under test::
-
-    from ownergc.testing.faults import FaultRates, FaultyStore
-
-    faulty = FaultyStore(store, seed=1234, rates=FaultRates.uniform(0.1))
-    gc = GarbageCollector(faulty)
-    ...
-    print(faulty.counts())          # what was injected, by kind
-    faulty.enabled = False          # heal: from now on every call goes through
-
-Every fault is one a real kube-apiserver (or the network in front of it) can
-produce, with the side effects it would have:
-
-============================  ===========================================================
-kind                          what the caller sees, and what happened on the server
-============================  ===========================================================
-``conflict``                  A concurrent writer touched the target object just before
-                              this write (a real merge patch adding the annotation
-                              :data:`TOUCH_ANNOTATION`, so resourceVersion moves and a
-                              MODIFIED event is sent). The write is then forwarded: if it
-                              carries a resourceVersion precondition (DELETE
-                              preconditions, ``metadata.resourceVersion`` in a patch) the
-                              server answers 409 and nothing is applied. A PATCH without
-                              one gets a 409 without being applied (kube-apiserver gives
-                              up after 5 internal retries on contention). A DELETE
-                              without one goes through: the apiserver retries those
-                              internally until they succeed.
-``too_many_requests``         429 with ``retry_after`` (max-in-flight / priority and
-                              fairness rejected it before any handler ran). Not applied.
-``server_error``              500. Not applied (an internal error before storage; the
-                              "maybe applied" case is ``timeout``).
-``timeout``                   :class:`~ownergc.errors.ServerTimeout` (504) or
-                              :class:`~ownergc.errors.Unavailable` (connection lost). For
-                              writes the request was applied or not, with equal
-                              probability: the nasty real case where only a re-read tells.
-``drop_watch``                A watch stream ends early (before its first event or after
-                              any event), as when a connection or a load balancer drops.
-``expire_watch``              A watch raises :class:`~ownergc.errors.ResourceExpired` at
-                              its start or mid-stream (410: the client fell behind the
-                              watch window / etcd compaction); the caller must relist.
-``duplicate_events``          After an event, the stream replays the last 1..``max_replay``
-                              events it delivered, in their order, then carries on. This
-                              is what a client sees when its watch is re-established from
-                              an older resourceVersion than the last one it processed
-                              (informer restart, reconnect to a lagging apiserver). The
-                              replayed events are genuine past states, in order; the
-                              consumer's view goes back in time briefly and then catches
-                              up again.
-``reorder_events``            The stream holds its next event for up to ``max_lag``
-                              seconds. Events of *one* watch are never reordered (a real
-                              watch delivers one resource's changes in resourceVersion
-                              order, and the ObjectStore contract promises it), but
-                              separate watches are independent streams: a lagging stream
-                              lets other resources' later events overtake its earlier
-                              ones. That cross-resource reordering is the one real
-                              clusters show (e.g. a Pod's ADDED before its owner
-                              ReplicaSet's), so it is the one injected here.
-``latency``                   ``anyio.sleep`` of up to ``max_latency`` before a request,
-                              and for writes also after it was applied (before the
-                              answer), which widens every read-decide-write race window.
-============================  ===========================================================
-
-What is deliberately *not* injected: reordering inside one watch stream,
-dropping single events from a stream that goes on, or answering a write with
-success without applying it. A real apiserver never does these, and no
-client (client-go's informers included) could be correct if it did.
-
-Determinism. Each decision draws from a :class:`random.Random` seeded with
-the seed plus the call's key (verb, resource, namespace, name and how many
-calls with that key came before; for watches also the resourceVersion it
-starts from), so the faults a given request gets do not depend on how many
-*other* requests ran before it. A run with the same seed and the same
-sequence of calls per key therefore gets exactly the same faults. Task
-scheduling is not deterministic, though (several workers, latency and
-watches interleave differently from run to run), so a run with a concurrent
-caller such as the GarbageCollector is reproducible in its faults per call,
-not in its exact interleaving; the :attr:`FaultyStore.log` says what
-happened in a given run.
-"""
+"""``FaultyStore``: the ObjectStore wrapper (see the package docs for the fault kinds)."""
 
 from __future__ import annotations
 
 import builtins
-import enum
 import random
 from collections import Counter
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, fields, replace
-from typing import Any, Final
+from dataclasses import dataclass, field
+from typing import Any
 
 import anyio
 import anyio.lowlevel
@@ -104,10 +22,8 @@ from ownergc.errors import (
     TooManyRequests,
     Unavailable,
 )
-from ownergc.nodegc import Container, ContainerStatus, FsStats, Image, PodSandbox
 from ownergc.protocols import (
     APIResource,
-    ContainerRuntime,
     DiscoveryResult,
     JSONDict,
     ObjectList,
@@ -118,107 +34,8 @@ from ownergc.protocols import (
     WatchEvent,
 )
 
-__all__ = [
-    "TOUCH_ANNOTATION",
-    "FaultKind",
-    "FaultRates",
-    "FaultyRuntime",
-    "FaultyStore",
-    "InjectedFault",
-]
-
-#: The annotation a simulated concurrent writer sets (``conflict`` faults).
-TOUCH_ANNOTATION: Final = "faults.ownergc.io/touched"
-
-_WRITE_VERBS: Final = frozenset({"create", "patch", "delete"})
-
-
-class FaultKind(str, enum.Enum):
-    """The kinds of fault :class:`FaultyStore` injects (see the module docs)."""
-
-    CONFLICT = "conflict"
-    TOO_MANY_REQUESTS = "too_many_requests"
-    SERVER_ERROR = "server_error"
-    TIMEOUT = "timeout"
-    DROP_WATCH = "drop_watch"
-    EXPIRE_WATCH = "expire_watch"
-    DUPLICATE_EVENTS = "duplicate_events"
-    REORDER_EVENTS = "reorder_events"
-    LATENCY = "latency"
-
-
-@dataclass(frozen=True, slots=True)
-class FaultRates:
-    """Probability of each fault kind, per request (or per watch event for stream faults).
-
-    Request faults are drawn in the order timeout, 429, 500, conflict; at
-    most one of them hits a request. ``drop_watch`` and ``expire_watch``
-    apply at a watch's start and after each event; ``duplicate_events`` and
-    ``reorder_events`` after/before each event; ``latency`` to every request.
-    """
-
-    conflict: float = 0.0
-    too_many_requests: float = 0.0
-    server_error: float = 0.0
-    timeout: float = 0.0
-    drop_watch: float = 0.0
-    expire_watch: float = 0.0
-    duplicate_events: float = 0.0
-    reorder_events: float = 0.0
-    latency: float = 0.0
-    #: Upper bound of one injected latency, seconds.
-    max_latency: float = 0.005
-    #: The Retry-After of injected 429s, seconds.
-    retry_after: float = 0.01
-    #: How many past events a duplicate replay re-sends at most.
-    max_replay: int = 3
-    #: Upper bound of one stream lag (``reorder_events``), seconds.
-    max_lag: float = 0.02
-
-    def __post_init__(self) -> None:
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name in _RATE_NAMES and not 0.0 <= value <= 1.0:
-                raise ValueError(f"{f.name} must be a probability in [0, 1], got {value!r}")
-            if f.name not in _RATE_NAMES and value < 0:
-                raise ValueError(f"{f.name} must not be negative, got {value!r}")
-
-    @classmethod
-    def uniform(cls, rate: float, **overrides: Any) -> FaultRates:
-        """Every fault kind at ``rate`` (keyword arguments override single fields)."""
-        rates: dict[str, Any] = {name: rate for name in _RATE_NAMES}
-        return replace(cls(**rates), **overrides)
-
-    @classmethod
-    def only(cls, kind: FaultKind | str, rate: float, **overrides: Any) -> FaultRates:
-        """Just one fault kind at ``rate``."""
-        rates: dict[str, Any] = {FaultKind(kind).value: rate}
-        return replace(cls(**rates), **overrides)
-
-    def rate(self, kind: FaultKind) -> float:
-        value: float = getattr(self, kind.value)
-        return value
-
-
-_RATE_NAMES: Final = frozenset(k.value for k in FaultKind)
-
-
-@dataclass(frozen=True, slots=True)
-class InjectedFault:
-    """One fault that was injected.
-
-    ``applied`` is set for write faults: whether the write took effect on
-    the server despite the error (``None`` when not a write fault).
-    """
-
-    seq: int
-    kind: FaultKind
-    verb: str
-    resource: str
-    namespace: str | None = None
-    name: str | None = None
-    applied: bool | None = None
-    detail: str = ""
+from ._kinds import TOUCH_ANNOTATION, FaultKind, FaultRates, InjectedFault
+from ._scripted import OpenWatches, Script
 
 
 @dataclass(slots=True)
@@ -226,24 +43,20 @@ class _Keys:
     counts: Counter[tuple[Any, ...]] = field(default_factory=Counter)
 
 
-@dataclass
-class _Scripted:
-    """A fault a test asked for (:meth:`FaultyStore.fail_next`)."""
-
-    verb: str
-    error: APIError
-    resource: tuple[str, str] | None
-    name: str | None
-    remaining: int
-
-
 class FaultyStore:
     """An ObjectStore that forwards to ``inner`` and injects faults from ``seed``.
 
     Calls outside the ObjectStore Protocol (``resource_for``,
     ``create_object``, ... of the wrapped store) are forwarded untouched.
-    ``enabled = False`` turns every fault off (and back on when set again);
-    :meth:`paused` does so for a ``with`` block.
+    ``enabled = False`` turns every random fault off (and back on when set
+    again); :meth:`paused` does so for a ``with`` block. Scripted faults
+    (:meth:`fail_next`, :meth:`delay_next`, :meth:`drop_watches`,
+    :meth:`expire_watches`) fire either way.
+
+    Served over HTTP (``KubeAPIServer(FaultyStore(mem))``), every request is
+    first admitted here (:meth:`admit`: the scripted faults, turned into the
+    HTTP status a client sees) and every watch stream is read through this
+    wrapper, so a dropped watch closes the client's connection mid-stream.
     """
 
     def __init__(
@@ -261,7 +74,12 @@ class FaultyStore:
         #: Every injected fault, in the order they were injected.
         self.log: list[InjectedFault] = []
         self._keys = _Keys()
-        self._scripted: list[_Scripted] = []
+        self._script = Script()
+        self._watches = OpenWatches()
+        #: Watches from a resourceVersion below this get 410 (``expire_watches``).
+        self._expired_before = 0
+        #: The newest resourceVersion this wrapper passed on (lists and watch events).
+        self._newest_rv = 0
 
     # -- bookkeeping -----------------------------------------------------------
 
@@ -322,34 +140,87 @@ class FaultyStore:
         resource: APIResource | None = None,
         name: str | None = None,
         times: int = 1,
+        delay: float = 0.0,
     ) -> None:
         """Answer the next ``times`` matching calls with ``error`` (a scripted fault).
 
-        ``verb`` is one of discover, list, watch, get, create, patch, delete;
-        ``resource`` and ``name`` narrow the match. The failing call is not
-        forwarded, so it changes nothing. Scripted faults fire whether or not
-        the random ones are ``enabled``.
+        ``verb`` is one of discover, list, watch, get, create, patch, delete
+        (and update, deletecollection for requests a server admits);
+        ``resource`` and ``name`` narrow the match (for ``discover``, ``name``
+        is one group version such as ``"example.com/v1"``, as a client
+        discovering group by group asks). ``delay`` seconds pass first. The
+        failing call is not forwarded, so it changes nothing.
         """
-        if times < 1:
-            raise ValueError("times must be at least 1")
-        key = (resource.group, resource.resource) if resource is not None else None
-        self._scripted.append(_Scripted(verb, error, key, name, times))
+        self._script.add(verb, error, resource=resource, name=name, times=times, delay=delay)
 
-    def _scripted_fault(
-        self, verb: str, resource: APIResource | None, name: str | None
-    ) -> APIError | None:
-        for entry in self._scripted:
-            if entry.verb != verb or (entry.name is not None and entry.name != name):
-                continue
-            if entry.resource is not None and (
-                resource is None or entry.resource != (resource.group, resource.resource)
-            ):
-                continue
-            entry.remaining -= 1
-            if entry.remaining <= 0:
-                self._scripted.remove(entry)
-            return entry.error
-        return None
+    def delay_next(
+        self,
+        verb: str,
+        seconds: float,
+        *,
+        resource: APIResource | None = None,
+        name: str | None = None,
+        times: int = 1,
+    ) -> None:
+        """The next ``times`` matching calls wait ``seconds``, then go through (a slow answer)."""
+        self._script.add(verb, None, resource=resource, name=name, times=times, delay=seconds)
+
+    def clear_scripted(self) -> None:
+        """Forget every scripted fault that has not fired yet."""
+        self._script.clear()
+
+    async def admit(
+        self, verb: str, resource: APIResource | None = None, *, name: str | None = None
+    ) -> None:
+        """Apply the scripted faults of one request without making it.
+
+        For a server that serves the wrapped store through calls of its own
+        (the REST facade's update, subresources, DELETE reporting the last
+        state): it admits each request here first, and raises what a client
+        must see as the answer.
+        """
+        await self._script.apply(verb, resource, name)
+
+    @property
+    def open_watches(self) -> int:
+        """How many watch streams are open through this wrapper right now."""
+        return len(self._watches)
+
+    def drop_watches(self) -> int:
+        """End every open watch now, as a lost connection does; returns how many.
+
+        Each stream raises :class:`~ownergc.errors.Unavailable` at its next
+        step (a server serving it closes the connection mid-stream, without
+        the terminating chunk). Callable from any thread.
+        """
+        return self._watches.end_all(
+            lambda: Unavailable("injected: the watch connection was dropped")
+        )
+
+    def expire_watches(self, before: str | None = None) -> int:
+        """Compaction: every open watch ends with 410 Expired, and so does every
+        later watch from a resourceVersion older than ``before``; returns how many
+        streams were open.
+
+        ``before`` defaults to the wrapped store's current resourceVersion when
+        it tells one (``InMemoryStore.resource_version``), else the newest one
+        this wrapper passed on. Callers must relist. Callable from any thread.
+        """
+        if before is None:
+            current = getattr(self.inner, "resource_version", None)
+            before = str(current) if current is not None else str(self._newest_rv)
+        self._expired_before = max(self._expired_before, int(before))
+        return self._watches.end_all(lambda: self._expired("the watch was expired"))
+
+    def _expired(self, why: str) -> ResourceExpired:
+        return ResourceExpired(
+            f"injected: too old resource version: {why} (resourceVersion {self._expired_before})",
+            reason="Expired",
+        )
+
+    def _saw(self, resource_version: str | None) -> None:
+        if resource_version and resource_version.isdigit():
+            self._newest_rv = max(self._newest_rv, int(resource_version))
 
     async def _latency(
         self,
@@ -374,11 +245,9 @@ class FaultyStore:
     ) -> FaultKind | None:
         """Which request fault (if any) this call gets; sleeps the latency first.
 
-        A scripted fault (:meth:`fail_next`) for the call is raised at once.
+        A scripted fault (:meth:`fail_next`, :meth:`delay_next`) for the call applies first.
         """
-        scripted = self._scripted_fault(verb, resource, name)
-        if scripted is not None:
-            raise scripted
+        await self._script.apply(verb, resource, name)
         await self._latency(rng, verb, resource, namespace, name)
         # One draw per kind, always in this order (see _hit).
         hits = [
@@ -475,7 +344,9 @@ class FaultyStore:
         fault = await self._request_fault(rng, "list", resource, namespace, None)
         if fault is not None:
             raise self._fail(fault, rng, "list", resource, namespace, None)
-        return await self.inner.list(resource, namespace=namespace, metadata_only=metadata_only)
+        listed = await self.inner.list(resource, namespace=namespace, metadata_only=metadata_only)
+        self._saw(listed.resource_version)
+        return listed
 
     async def get(
         self,
@@ -654,6 +525,8 @@ class FaultyStore:
         fault = await self._request_fault(rng, "watch", resource, namespace, None)
         if fault is not None:
             raise self._fail(fault, rng, "watch", resource, namespace, None)
+        if resource_version.isdigit() and 0 < int(resource_version) < self._expired_before:
+            raise self._expired(f"{resource_version} is older than the last compaction")
         if self._hit(rng, FaultKind.EXPIRE_WATCH):
             self._record(FaultKind.EXPIRE_WATCH, "watch", resource, namespace, detail="at start")
             raise ResourceExpired(
@@ -672,48 +545,60 @@ class FaultyStore:
         )
         delivered: builtins.list[WatchEvent] = []
         keep = max(self.rates.max_replay, 0)
+        events = aiter(stream)
         try:
-            async for event in stream:
-                if self._hit(rng, FaultKind.REORDER_EVENTS):
-                    lag = rng.random() * self.rates.max_lag
-                    self._record(
-                        FaultKind.REORDER_EVENTS,
-                        "watch",
-                        resource,
-                        namespace,
-                        detail=f"stream held {lag:.4f}s",
-                    )
-                    await anyio.sleep(lag)
-                yield event
-                if keep:
-                    delivered.append(event)
-                    if len(delivered) > keep:
-                        del delivered[0]
-                if delivered and self._hit(rng, FaultKind.DUPLICATE_EVENTS):
-                    count = rng.randint(1, len(delivered))
-                    replay = delivered[-count:]
-                    self._record(
-                        FaultKind.DUPLICATE_EVENTS,
-                        "watch",
-                        resource,
-                        namespace,
-                        detail=f"replayed {count} event(s)",
-                    )
-                    for old in replay:
-                        yield old
-                if self._hit(rng, FaultKind.EXPIRE_WATCH):
-                    self._record(
-                        FaultKind.EXPIRE_WATCH, "watch", resource, namespace, detail="mid-stream"
-                    )
-                    raise ResourceExpired(
-                        "injected: too old resource version (the watcher fell behind)",
-                        reason="Expired",
-                    )
-                if self._hit(rng, FaultKind.DROP_WATCH):
-                    self._record(
-                        FaultKind.DROP_WATCH, "watch", resource, namespace, detail="mid-stream"
-                    )
-                    return
+            with self._watches.track() as handle:
+                while True:
+                    try:
+                        with self._watches.waiting(handle):
+                            event = await anext(events)
+                    except StopAsyncIteration:
+                        return
+                    self._saw(event.object.get("metadata", {}).get("resourceVersion"))
+                    if self._hit(rng, FaultKind.REORDER_EVENTS):
+                        lag = rng.random() * self.rates.max_lag
+                        self._record(
+                            FaultKind.REORDER_EVENTS,
+                            "watch",
+                            resource,
+                            namespace,
+                            detail=f"stream held {lag:.4f}s",
+                        )
+                        await anyio.sleep(lag)
+                    yield event
+                    if keep:
+                        delivered.append(event)
+                        if len(delivered) > keep:
+                            del delivered[0]
+                    if delivered and self._hit(rng, FaultKind.DUPLICATE_EVENTS):
+                        count = rng.randint(1, len(delivered))
+                        replay = delivered[-count:]
+                        self._record(
+                            FaultKind.DUPLICATE_EVENTS,
+                            "watch",
+                            resource,
+                            namespace,
+                            detail=f"replayed {count} event(s)",
+                        )
+                        for old in replay:
+                            yield old
+                    if self._hit(rng, FaultKind.EXPIRE_WATCH):
+                        self._record(
+                            FaultKind.EXPIRE_WATCH,
+                            "watch",
+                            resource,
+                            namespace,
+                            detail="mid-stream",
+                        )
+                        raise ResourceExpired(
+                            "injected: too old resource version (the watcher fell behind)",
+                            reason="Expired",
+                        )
+                    if self._hit(rng, FaultKind.DROP_WATCH):
+                        self._record(
+                            FaultKind.DROP_WATCH, "watch", resource, namespace, detail="mid-stream"
+                        )
+                        return
         finally:
             aclose = getattr(stream, "aclose", None)
             if aclose is not None:
@@ -737,76 +622,3 @@ def _patch_has_rv_precondition(patch: JSONDict | builtins.list[JSONDict]) -> boo
     return any(
         isinstance(op, dict) and op.get("path") == "/metadata/resourceVersion" for op in patch
     )
-
-
-class FaultyRuntime:
-    """A ContainerRuntime that forwards to ``inner`` and fails the calls it is told to.
-
-    ``fail("remove_container", container_id, ServerError("boom"))`` makes that
-    call raise from now on (what a runtime that cannot remove one container
-    does); ``clear()`` heals it. Everything else of ``inner`` (an
-    ``InMemoryRuntime``'s ``calls``, ``add_image``, ...) is forwarded.
-    """
-
-    def __init__(self, inner: ContainerRuntime) -> None:
-        self.inner = inner
-        self._failures: dict[tuple[str, str], BaseException] = {}
-
-    def fail(self, operation: str, target_id: str, error: BaseException) -> None:
-        """``operation`` (a ContainerRuntime method name) on ``target_id`` raises ``error``."""
-        self._failures[(operation, target_id)] = error
-
-    def clear(self) -> None:
-        self._failures.clear()
-
-    def _check(self, operation: str, target_id: str = "") -> None:
-        error = self._failures.get((operation, target_id))
-        if error is not None:
-            raise error
-
-    async def list_containers(self) -> Sequence[Container]:
-        self._check("list_containers")
-        return await self.inner.list_containers()
-
-    async def list_pod_sandboxes(self) -> Sequence[PodSandbox]:
-        self._check("list_pod_sandboxes")
-        return await self.inner.list_pod_sandboxes()
-
-    async def container_status(self, container_id: str) -> ContainerStatus:
-        self._check("container_status", container_id)
-        return await self.inner.container_status(container_id)
-
-    async def stop_container(self, container_id: str, timeout: int) -> None:
-        self._check("stop_container", container_id)
-        await self.inner.stop_container(container_id, timeout)
-
-    async def remove_container(self, container_id: str) -> None:
-        self._check("remove_container", container_id)
-        await self.inner.remove_container(container_id)
-
-    async def stop_pod_sandbox(self, sandbox_id: str) -> None:
-        self._check("stop_pod_sandbox", sandbox_id)
-        await self.inner.stop_pod_sandbox(sandbox_id)
-
-    async def remove_pod_sandbox(self, sandbox_id: str) -> None:
-        self._check("remove_pod_sandbox", sandbox_id)
-        await self.inner.remove_pod_sandbox(sandbox_id)
-
-    async def list_images(self) -> Sequence[Image]:
-        self._check("list_images")
-        return await self.inner.list_images()
-
-    async def image_status(self, ref: str) -> Image | None:
-        self._check("image_status", ref)
-        return await self.inner.image_status(ref)
-
-    async def remove_image(self, image_id: str) -> None:
-        self._check("remove_image", image_id)
-        await self.inner.remove_image(image_id)
-
-    async def image_fs_stats(self) -> FsStats:
-        self._check("image_fs_stats")
-        return await self.inner.image_fs_stats()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
