@@ -94,6 +94,8 @@ class APIError(OwnerGCError):
 
     status: ClassVar[int] = 500
     retryable: ClassVar[bool] = False
+    #: The Status ``reason`` kube-apiserver sends with this error (the class name when unset).
+    default_reason: ClassVar[str | None] = None
 
     def __init__(
         self,
@@ -105,7 +107,7 @@ class APIError(OwnerGCError):
         code: int | None = None,
     ) -> None:
         self.message = message or self.__class__.__name__
-        self.reason = reason or self.__class__.__name__
+        self.reason = reason or self.default_reason or self.__class__.__name__
         self.details = details or {}
         self.retry_after = retry_after
         self.code = code if code is not None else self.status
@@ -128,18 +130,28 @@ class APIError(OwnerGCError):
 
 
 class BadRequest(APIError):
+    """400: the request itself is wrong (malformed body, bad selector or option)."""
+
     status = 400
 
 
 class Unauthorized(APIError):
+    """401: no valid credentials; refresh them (exec plugin, token file) and retry."""
+
     status = 401
 
 
 class Forbidden(APIError):
-    status = 403
+    status = 403  # RBAC said no: the GC lacks a verb on a resource (see docs/deploy.md)
 
 
 class NotFound(APIError):
+    """404: the object (or the resource) does not exist.
+
+    For the collector a 404 on an owner is the *absence* it needs to be
+    sure of before deleting a dependent; it is never guessed.
+    """
+
     status = 404
 
 
@@ -148,6 +160,8 @@ class MethodNotAllowed(APIError):
 
 
 class Conflict(APIError):
+    """409: a precondition (uid, resourceVersion) failed; re-read and decide again."""
+
     status = 409
     retryable = True
 
@@ -160,19 +174,26 @@ class ResourceExpired(APIError):
     """410 Gone: the requested resourceVersion is too old; relist."""
 
     status = 410
+    default_reason = "Expired"
 
 
 class UnsupportedPatchType(APIError):
     """415: the resource does not accept this patch content type."""
 
     status = 415
+    default_reason = "UnsupportedMediaType"
 
 
 class Invalid(APIError):
-    status = 422
+    status = 422  # validation failed: a field error names what
 
 
 class TooManyRequests(APIError):
+    """429: the apiserver's priority and fairness shed the request.
+
+    Wait ``retry_after`` seconds (the Retry-After header) and send it again.
+    """
+
     status = 429
     retryable = True
 
@@ -180,10 +201,14 @@ class TooManyRequests(APIError):
 class ServerError(APIError):
     status = 500
     retryable = True
+    default_reason = "InternalError"
 
 
 class ServerTimeout(ServerError):
+    """504: the server gave up answering in time; a write may or may not have happened."""
+
     status = 504
+    default_reason = "Timeout"
 
 
 class Unavailable(APIError):
@@ -191,20 +216,24 @@ class Unavailable(APIError):
 
     status = 503
     retryable = True
+    default_reason = "ServiceUnavailable"
 
 
 _BY_STATUS: dict[int, type[APIError]] = {
-    400: BadRequest,
-    401: Unauthorized,
-    403: Forbidden,
-    404: NotFound,
-    405: MethodNotAllowed,
-    409: Conflict,
-    410: ResourceExpired,
-    415: UnsupportedPatchType,
-    422: Invalid,
-    429: TooManyRequests,
-    504: ServerTimeout,
+    cls.status: cls
+    for cls in (
+        BadRequest,
+        Unauthorized,
+        Forbidden,
+        NotFound,
+        MethodNotAllowed,
+        Conflict,
+        ResourceExpired,
+        UnsupportedPatchType,
+        Invalid,
+        TooManyRequests,
+        ServerTimeout,
+    )
 }
 
 

@@ -373,21 +373,14 @@ class GarbageCollector(Operations):
                 await self._remove_finalizer(step, node)
 
     async def _orphan_worker(self) -> None:
-        queue = self.attempt_to_orphan
-        while True:
-            node = await queue.get()
-            try:
-                await self._attempt_to_orphan(node)
-            except Exception as exc:
-                self.metrics.errors += 1
-                self.log.warning("attemptToOrphan %s failed: %s", node.identity, exc)
-                queue.add_rate_limited(node)
-            else:
-                queue.forget(node)
-            finally:
-                queue.done(node)
+        await self.attempt_to_orphan.work(self._attempt_to_orphan, self._orphan_failed)
 
-    async def _attempt_to_orphan(self, owner: Node) -> None:
+    def _orphan_failed(self, node: Node, exc: Exception) -> None:
+        self.metrics.errors += 1
+        self.log.warning("attemptToOrphan %s failed: %s", node.identity, exc)
+
+    async def _attempt_to_orphan(self, owner: Node) -> bool:
+        """Orphan ``owner``'s dependents, then drop its ``orphan`` finalizer; always finishes."""
         # Only while the owner still asks for orphaning: a retry after the
         # finalizer was removed (e.g. that patch timed out but was applied)
         # must not strip the owner's refs from dependents added since.
@@ -399,7 +392,7 @@ class GarbageCollector(Operations):
             or metadata_of(live).get("uid") != ident.uid
             or FINALIZER_ORPHAN_DEPENDENTS not in (metadata_of(live).get("finalizers") or ())
         ):
-            return
+            return True
         patches, remove = plan_attempt_to_orphan(owner)
         errors: list[BaseException] = []
         limiter = anyio.CapacityLimiter(self.orphan_concurrency)
@@ -417,3 +410,4 @@ class GarbageCollector(Operations):
         if errors:
             raise errors[0]
         await self._remove_finalizer(remove, owner)
+        return True

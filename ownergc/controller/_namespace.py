@@ -278,21 +278,10 @@ class NamespaceController:
     # -- emptying a namespace ------------------------------------------------
 
     async def _worker(self) -> None:
-        queue = self.queue
-        while True:
-            name = await queue.get()
-            try:
-                done = await self._sync(name)
-            except Exception as exc:
-                self.log.warning("namespace %s: %s; will retry", name, exc)
-                queue.add_rate_limited(name)
-            else:
-                if done:
-                    queue.forget(name)
-                else:
-                    queue.add_rate_limited(name)
-            finally:
-                queue.done(name)
+        await self.queue.work(self._sync, self._sync_failed)
+
+    def _sync_failed(self, name: str, exc: Exception) -> None:
+        self.log.warning("namespace %s: %s; will retry", name, exc)
 
     async def _sync(self, name: str) -> bool:
         """One pass over a terminating namespace; True when nothing is left to do."""

@@ -16,7 +16,7 @@ import itertools
 import math
 import time
 from collections import deque
-from collections.abc import Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -203,6 +203,36 @@ class WorkQueue(Generic[T]):
             self._queue.append(item)
             self._added_at.setdefault(item, _now())
             self._wake()
+
+    async def work(
+        self,
+        process: Callable[[T], Awaitable[bool]],
+        on_error: Callable[[T, Exception], object],
+    ) -> None:
+        """One worker, until the queue shuts down: ``process`` each item.
+
+        ``process`` returns whether the item is finished (its backoff is
+        forgotten) or must come back later; an exception is reported to
+        ``on_error`` and the item comes back with backoff too. A worker never
+        dies of one item.
+        """
+        while True:
+            try:
+                item = await self.get()
+            except anyio.EndOfStream:
+                return
+            try:
+                finished = await process(item)
+            except Exception as exc:
+                on_error(item, exc)
+                self.add_rate_limited(item)
+            else:
+                if finished:
+                    self.forget(item)
+                else:
+                    self.add_rate_limited(item)
+            finally:
+                self.done(item)
 
     def shutdown(self) -> None:
         self._shutdown = True

@@ -113,3 +113,34 @@ async def test_fifo_keeps_order_and_counts() -> None:
     assert list(batch) == [0, 1, 2, 3, 4]
     q.done_batch(5)
     assert q.metrics.adds_total == 5 and q.is_idle()
+
+
+async def test_a_worker_finishes_requeues_and_survives_errors_until_shutdown() -> None:
+    q: WorkQueue[str] = WorkQueue("t")
+    seen: list[str] = []
+    failures: list[tuple[str, str]] = []
+    attempts = {"flaky": 0, "later": 0}
+
+    async def process(item: str) -> bool:
+        seen.append(item)
+        if item in attempts:
+            attempts[item] += 1
+            if item == "flaky" and attempts[item] == 1:
+                raise RuntimeError("boom")
+            return attempts[item] >= 2  # "later": not finished the first time
+        return True
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(q.run_delays)
+        for item in ("ok", "flaky", "later"):
+            q.add(item)
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as workers:
+                workers.start_soon(q.work, process, lambda i, e: failures.append((i, str(e))))
+                while sorted(seen) != ["flaky", "flaky", "later", "later", "ok"]:
+                    await anyio.sleep(0.01)
+                q.shutdown()  # the worker returns instead of dying
+        tg.cancel_scope.cancel()
+    assert failures == [("flaky", "boom")]
+    assert q.metrics.retries_total == 2  # one error, one "not finished"
+    assert q.num_requeues("flaky") == 0 and q.num_requeues("later") == 0  # forgotten

@@ -142,6 +142,15 @@ class ObjectStoreContract:
         return await store.create(res, body, namespace=ns)
 
     @staticmethod
+    async def _merge(
+        store: ObjectStore, resource: APIResource, namespace: str, name: str, patch: JSONDict
+    ) -> JSONDict:
+        """A JSON merge patch (what the collector sends): accepted by every kind."""
+        return await store.patch(
+            resource, name, patch, patch_type=PatchType.MERGE, namespace=namespace
+        )
+
+    @staticmethod
     def _meta(obj: JSONDict) -> JSONDict:
         meta: JSONDict = obj["metadata"]
         return meta
@@ -236,13 +245,7 @@ class ObjectStoreContract:
         rv = (await store.list(configmaps, namespace=namespace)).resource_version
         obj = await self._configmap(store, configmaps, namespace)
         name = self._meta(obj)["name"]
-        await store.patch(
-            configmaps,
-            name,
-            {"data": {"a": "2"}},
-            patch_type=PatchType.MERGE,
-            namespace=namespace,
-        )
+        await self._merge(store, configmaps, namespace, name, {"data": {"a": "2"}})
         await store.delete(configmaps, name, namespace=namespace)
         stream, events = await self._events(store, configmaps, namespace, rv, 3)
         await self._close(stream)
@@ -367,28 +370,22 @@ class ObjectStoreContract:
     ) -> None:
         obj = await self._configmap(store, configmaps, namespace)
         meta = self._meta(obj)
-        await store.patch(
-            configmaps,
-            meta["name"],
-            {"data": {"a": "2"}},
-            patch_type=PatchType.MERGE,
-            namespace=namespace,
-        )
+        await self._merge(store, configmaps, namespace, meta["name"], {"data": {"a": "2"}})
         with pytest.raises(Conflict):
-            await store.patch(
+            await self._merge(
+                store,
                 configmaps,
+                namespace,
                 meta["name"],
                 {"metadata": {"resourceVersion": meta["resourceVersion"]}, "data": {"a": "3"}},
-                patch_type=PatchType.MERGE,
-                namespace=namespace,
             )
         with pytest.raises((Conflict, Invalid)):
-            await store.patch(
+            await self._merge(
+                store,
                 configmaps,
+                namespace,
                 meta["name"],
                 {"metadata": {"uid": "not-" + meta["uid"]}, "data": {"a": "4"}},
-                patch_type=PatchType.MERGE,
-                namespace=namespace,
             )
         live = await store.get(configmaps, meta["name"], namespace=namespace, metadata_only=False)
         assert live["data"] == {"a": "2"} and self._meta(live)["uid"] == meta["uid"]
@@ -408,13 +405,7 @@ class ObjectStoreContract:
                 namespace=namespace,
                 preconditions=Preconditions(uid="not-" + meta["uid"]),
             )
-        await store.patch(
-            configmaps,
-            meta["name"],
-            {"data": {"a": "2"}},
-            patch_type=PatchType.MERGE,
-            namespace=namespace,
-        )
+        await self._merge(store, configmaps, namespace, meta["name"], {"data": {"a": "2"}})
         with pytest.raises(Conflict):
             await store.delete(
                 configmaps,
@@ -444,12 +435,8 @@ class ObjectStoreContract:
         assert kept is not None and self._meta(kept).get("deletionTimestamp")
         live = await store.get(configmaps, name, namespace=namespace)
         assert self._meta(live)["finalizers"] == ["example.com/hold"]
-        last = await store.patch(
-            configmaps,
-            name,
-            {"metadata": {"finalizers": None}},
-            patch_type=PatchType.MERGE,
-            namespace=namespace,
+        last = await self._merge(
+            store, configmaps, namespace, name, {"metadata": {"finalizers": None}}
         )
         assert self._meta(last)["name"] == name
         with anyio.fail_after(self.timeout):

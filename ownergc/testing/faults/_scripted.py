@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final, TypedDict
 
 import anyio
 import anyio.from_thread
@@ -23,11 +23,25 @@ import anyio.lowlevel
 from ownergc.errors import APIError
 from ownergc.protocols import APIResource
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
 #: The calls a scripted fault can match: the ObjectStore verbs, plus the kube
 #: verbs a server serving the wrapped store admits (:meth:`FaultyStore.admit`).
 SCRIPTABLE_VERBS: Final = frozenset(
     {"discover", "list", "watch", "get", "create", "patch", "delete", "update", "deletecollection"}
 )
+
+
+class CallMatch(TypedDict, total=False):
+    """Which calls a scripted fault hits: every call of its verb unless narrowed."""
+
+    #: Only calls on this resource.
+    resource: APIResource | None
+    #: Only calls on the object of this name (for ``discover``: a group version).
+    name: str | None
+    #: How many matching calls it hits (default 1).
+    times: int
 
 
 @dataclass(slots=True)
@@ -59,24 +73,19 @@ class Script:
         self._lock = threading.Lock()
 
     def add(
-        self,
-        verb: str,
-        error: APIError | None,
-        *,
-        resource: APIResource | None,
-        name: str | None,
-        times: int,
-        delay: float,
+        self, verb: str, error: APIError | None, delay: float, **match: Unpack[CallMatch]
     ) -> None:
+        times = match.get("times", 1)
         if verb not in SCRIPTABLE_VERBS:
             raise ValueError(f"unknown verb {verb!r}; expected one of {sorted(SCRIPTABLE_VERBS)}")
         if times < 1:
             raise ValueError("times must be at least 1")
         if delay < 0:
             raise ValueError("delay must not be negative")
+        resource = match.get("resource")
         key = (resource.group, resource.resource) if resource is not None else None
         with self._lock:
-            self._entries.append(_Scripted(verb, error, delay, key, name, times))
+            self._entries.append(_Scripted(verb, error, delay, key, match.get("name"), times))
 
     def clear(self) -> None:
         with self._lock:

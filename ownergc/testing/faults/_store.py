@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.lowlevel
@@ -34,8 +34,11 @@ from ownergc.protocols import (
     WatchEvent,
 )
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
 from ._kinds import TOUCH_ANNOTATION, FaultKind, FaultRates, InjectedFault
-from ._scripted import OpenWatches, Script
+from ._scripted import CallMatch, OpenWatches, Script
 
 
 @dataclass(slots=True)
@@ -133,37 +136,23 @@ class FaultyStore:
         return rng.random() < rate and self.enabled
 
     def fail_next(
-        self,
-        verb: str,
-        error: APIError,
-        *,
-        resource: APIResource | None = None,
-        name: str | None = None,
-        times: int = 1,
-        delay: float = 0.0,
+        self, verb: str, error: APIError, *, delay: float = 0.0, **match: Unpack[CallMatch]
     ) -> None:
-        """Answer the next ``times`` matching calls with ``error`` (a scripted fault).
+        """Answer the next matching calls with ``error`` (a scripted fault).
 
         ``verb`` is one of discover, list, watch, get, create, patch, delete
         (and update, deletecollection for requests a server admits);
         ``resource`` and ``name`` narrow the match (for ``discover``, ``name``
         is one group version such as ``"example.com/v1"``, as a client
-        discovering group by group asks). ``delay`` seconds pass first. The
-        failing call is not forwarded, so it changes nothing.
+        discovering group by group asks), ``times`` (default 1) says how many
+        calls it hits. ``delay`` seconds pass first. The failing call is not
+        forwarded, so it changes nothing.
         """
-        self._script.add(verb, error, resource=resource, name=name, times=times, delay=delay)
+        self._script.add(verb, error, delay, **match)
 
-    def delay_next(
-        self,
-        verb: str,
-        seconds: float,
-        *,
-        resource: APIResource | None = None,
-        name: str | None = None,
-        times: int = 1,
-    ) -> None:
-        """The next ``times`` matching calls wait ``seconds``, then go through (a slow answer)."""
-        self._script.add(verb, None, resource=resource, name=name, times=times, delay=seconds)
+    def delay_next(self, verb: str, seconds: float, **match: Unpack[CallMatch]) -> None:
+        """The next matching calls wait ``seconds``, then go through (a slow answer)."""
+        self._script.add(verb, None, seconds, **match)
 
     def clear_scripted(self) -> None:
         """Forget every scripted fault that has not fired yet."""
