@@ -3,41 +3,40 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from typing import TypeVar
 
 from ownergc.nodegc._time import parse_duration
 
 __all__ = ["port", "positive_float", "positive_int", "positive_seconds"]
 
+N = TypeVar("N", int, float)
+
+
+def _checked(
+    text: str, parse: Callable[[str], N], what: str, ok: Callable[[N], bool], rule: str
+) -> N:
+    """Parse ``text`` as ``what``; argparse prints the message (no traceback) otherwise."""
+    try:
+        value = parse(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not {what}: {text!r}") from None
+    if not ok(value):
+        raise argparse.ArgumentTypeError(f"{rule}, got {text}")
+    return value
+
 
 def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+    return _checked(text, int, "an integer", lambda v: v >= 1, "must be at least 1")
 
 
 def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
-    return value
+    return _checked(text, float, "a number", lambda v: v > 0, "must be positive")
 
 
 def port(text: str) -> int:
     """A TCP port; 0 asks the system for a free one."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r}")
-    return value
+    return _checked(text, int, "a port number", lambda v: 0 <= v <= 65535, "not a port number")
 
 
 def positive_seconds(text: str) -> float:

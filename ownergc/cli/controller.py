@@ -110,27 +110,14 @@ def add_parser(p: argparse.ArgumentParser) -> None:
     )
     le = p.add_argument_group("leader election (coordination.k8s.io/v1 Lease)")
     le.add_argument("--leader-elect", action="store_true", help="run only while holding the Lease")
-    le.add_argument(
-        "--leader-elect-lease-duration",
-        type=positive_seconds,
-        default=15.0,
-        metavar="DURATION",
-        help="default: 15s",
-    )
-    le.add_argument(
-        "--leader-elect-renew-deadline",
-        type=positive_seconds,
-        default=10.0,
-        metavar="DURATION",
-        help="default: 10s",
-    )
-    le.add_argument(
-        "--leader-elect-retry-period",
-        type=positive_seconds,
-        default=2.0,
-        metavar="DURATION",
-        help="default: 2s",
-    )
+    for flag, seconds in (("lease-duration", 15), ("renew-deadline", 10), ("retry-period", 2)):
+        le.add_argument(
+            f"--leader-elect-{flag}",
+            type=positive_seconds,
+            default=float(seconds),
+            metavar="DURATION",
+            help=f"default: {seconds}s",
+        )
     le.add_argument("--leader-elect-resource-name", default="ownergc", help="default: ownergc")
     le.add_argument(
         "--leader-elect-resource-namespace",

@@ -64,7 +64,7 @@ from ownergc.controller._operations import (
     VirtualDeleteEnqueued,
     node_as_object,
 )
-from ownergc.controller._queue import FIFOQueue, WorkQueue
+from ownergc.controller._queue import FIFOQueue, WorkQueue, wait_quiet
 from ownergc.errors import Conflict, Invalid, NotFound, RESTMappingError
 from ownergc.protocols import APIResource, ObjectStore
 
@@ -176,17 +176,10 @@ class GarbageCollector(Operations):
         the store arrive.
         """
         await self._workers_started.wait()
-        quiet_since: float | None = None
-        while True:
-            now = anyio.current_time()
-            idle = self._pending_changes == 0 and all(q.is_idle(horizon) for q in self.queues)
-            if not idle:
-                quiet_since = None
-            elif quiet_since is None:
-                quiet_since = now
-            elif now - quiet_since >= settle:
-                return
-            await anyio.sleep(min(0.01, settle / 2) if settle > 0 else 0)
+        await wait_quiet(
+            lambda: self._pending_changes == 0 and all(q.is_idle(horizon) for q in self.queues),
+            settle,
+        )
 
     # -- workers -----------------------------------------------------------
 

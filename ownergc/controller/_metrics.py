@@ -59,20 +59,21 @@ def render_queue_metrics(
                 w.sample(
                     name, total if name.endswith("unfinished_work_seconds") else longest, labels
                 )
-    w.declare(
-        "workqueue_queue_duration_seconds",
-        "histogram",
-        "How long in seconds an item stays in workqueue before being requested",
-    )
-    for q in queues:
-        _histogram(w, "workqueue_queue_duration_seconds", q.metrics.queue_duration, q.name)
-    w.declare(
-        "workqueue_work_duration_seconds",
-        "histogram",
-        "How long in seconds processing an item from workqueue takes",
-    )
-    for q in queues:
-        _histogram(w, "workqueue_work_duration_seconds", q.metrics.work_duration, q.name)
+    for family, help_text, field in (
+        (
+            "workqueue_queue_duration_seconds",
+            "How long in seconds an item stays in workqueue before being requested",
+            "queue_duration",
+        ),
+        (
+            "workqueue_work_duration_seconds",
+            "How long in seconds processing an item from workqueue takes",
+            "work_duration",
+        ),
+    ):
+        w.declare(family, "histogram", help_text)
+        for q in queues:
+            _histogram(w, family, getattr(q.metrics, field), q.name)
     return w.text()
 
 

@@ -36,7 +36,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from ownergc import FINALIZER_KUBERNETES
-from ownergc.controller._queue import ItemExponentialRateLimiter, WorkQueue
+from ownergc.controller._queue import ItemExponentialRateLimiter, WorkQueue, wait_quiet
 from ownergc.errors import Conflict, Invalid, NotFound, OwnerGCError, ResourceExpired
 from ownergc.protocols import (
     APIResource,
@@ -201,16 +201,7 @@ class NamespaceController:
         """Return when nothing is queued, processing or due within ``horizon`` seconds
         and that has held for ``settle`` seconds."""
         await self._synced.wait()
-        quiet_since: float | None = None
-        while True:
-            now = anyio.current_time()
-            if self._pending_events or not self.queue.is_idle(horizon):
-                quiet_since = None
-            elif quiet_since is None:
-                quiet_since = now
-            elif now - quiet_since >= settle:
-                return
-            await anyio.sleep(min(0.01, settle / 2) if settle > 0 else 0)
+        await wait_quiet(lambda: not self._pending_events and self.queue.is_idle(horizon), settle)
 
     def recheck(self) -> None:
         """Look at every terminating namespace now instead of at its next backoff

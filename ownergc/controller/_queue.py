@@ -31,6 +31,7 @@ __all__ = [
     "QueueMetrics",
     "WorkQueue",
     "default_bucket",
+    "wait_quiet",
 ]
 
 T = TypeVar("T", bound=Hashable)
@@ -106,6 +107,24 @@ class QueueMetrics:
     retries_total: int = 0
     queue_duration: Histogram = field(default_factory=Histogram)
     work_duration: Histogram = field(default_factory=Histogram)
+
+
+async def wait_quiet(is_idle: Callable[[], bool], settle: float) -> None:
+    """Return once ``is_idle()`` has held for ``settle`` seconds in a row.
+
+    Polled (every 10 ms at most): tests and ``settle`` helpers wait for a
+    controller to have nothing left to do, which no single event signals.
+    """
+    quiet_since: float | None = None
+    while True:
+        now = anyio.current_time()
+        if not is_idle():
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = now
+        elif now - quiet_since >= settle:
+            return
+        await anyio.sleep(min(0.01, settle / 2) if settle > 0 else 0)
 
 
 class WorkQueue(Generic[T]):

@@ -8,8 +8,6 @@ from typing import Any, Final
 
 TOUCH_ANNOTATION: Final = "faults.ownergc.io/touched"
 
-_WRITE_VERBS: Final = frozenset({"create", "patch", "delete"})
-
 
 class FaultKind(str, enum.Enum):
     """The kinds of fault :class:`FaultyStore` injects (see the module docs)."""

@@ -315,11 +315,23 @@ class FaultyStore:
 
     # -- ObjectStore: reads ----------------------------------------------------
 
-    async def discover(self) -> DiscoveryResult:
-        rng = self._rng("discover")
-        fault = await self._request_fault(rng, "discover", None, None, None)
+    async def _read_fault(
+        self,
+        verb: str,
+        resource: APIResource | None,
+        namespace: str | None,
+        name: str | None,
+        *key: Any,
+    ) -> None:
+        """A read fails whole or goes through: draw its faults (seeded by ``verb``
+        and ``key``) and raise the one it gets."""
+        rng = self._rng(verb, *key)
+        fault = await self._request_fault(rng, verb, resource, namespace, name)
         if fault is not None:
-            raise self._fail(fault, rng, "discover", None, None, None)
+            raise self._fail(fault, rng, verb, resource, namespace, name)
+
+    async def discover(self) -> DiscoveryResult:
+        await self._read_fault("discover", None, None, None)
         return await self.inner.discover()
 
     async def list(
@@ -329,10 +341,7 @@ class FaultyStore:
         namespace: str | None = None,
         metadata_only: bool = True,
     ) -> ObjectList:
-        rng = self._rng("list", str(resource), namespace)
-        fault = await self._request_fault(rng, "list", resource, namespace, None)
-        if fault is not None:
-            raise self._fail(fault, rng, "list", resource, namespace, None)
+        await self._read_fault("list", resource, namespace, None, str(resource), namespace)
         listed = await self.inner.list(resource, namespace=namespace, metadata_only=metadata_only)
         self._saw(listed.resource_version)
         return listed
@@ -345,10 +354,7 @@ class FaultyStore:
         namespace: str | None = None,
         metadata_only: bool = True,
     ) -> JSONDict:
-        rng = self._rng("get", str(resource), namespace, name)
-        fault = await self._request_fault(rng, "get", resource, namespace, name)
-        if fault is not None:
-            raise self._fail(fault, rng, "get", resource, namespace, name)
+        await self._read_fault("get", resource, namespace, name, str(resource), namespace, name)
         return await self.inner.get(
             resource, name, namespace=namespace, metadata_only=metadata_only
         )
