@@ -23,52 +23,38 @@ from ._validation import (
 )
 
 __all__ = [
-    "_should_foreground",
-    "_should_orphan",
     "deletion_finalizers_for_garbage_collection",
     "mark_as_deleting",
     "should_delete_during_update",
 ]
 
 
-def _should_orphan(
+def _requested_gc(
     finalizers: Sequence[str],
     default: GCPolicy,
     policy: PropagationPolicy | None,
     orphan_dependents: bool | None,
-) -> bool:
+) -> PropagationPolicy | None:
+    """Which GC finalizer a DELETE asks for (item 83): ORPHAN, FOREGROUND or None.
+
+    The first that says anything decides: the deprecated
+    ``orphanDependents``, then ``propagationPolicy``, then the first of the
+    object's own ``orphan`` / ``foregroundDeletion`` finalizers, then the
+    resource's default (which may orphan, never foreground). Resources the
+    GC does not support get neither.
+    """
     if default is GCPolicy.UNSUPPORTED:
-        return False
+        return None
     if orphan_dependents is not None:
-        return orphan_dependents
+        return PropagationPolicy.ORPHAN if orphan_dependents else None
     if policy is not None:
-        return policy is PropagationPolicy.ORPHAN
+        return policy if policy is not PropagationPolicy.BACKGROUND else None
     for f in finalizers:
         if f == FINALIZER_ORPHAN:
-            return True
+            return PropagationPolicy.ORPHAN
         if f == FINALIZER_FOREGROUND:
-            return False
-    return default is GCPolicy.ORPHAN
-
-
-def _should_foreground(
-    finalizers: Sequence[str],
-    default: GCPolicy,
-    policy: PropagationPolicy | None,
-    orphan_dependents: bool | None,
-) -> bool:
-    if default is GCPolicy.UNSUPPORTED:
-        return False
-    if orphan_dependents is not None:
-        return False
-    if policy is not None:
-        return policy is PropagationPolicy.FOREGROUND
-    for f in finalizers:
-        if f == FINALIZER_FOREGROUND:
-            return True
-        if f == FINALIZER_ORPHAN:
-            return False
-    return False
+            return PropagationPolicy.FOREGROUND
+    return PropagationPolicy.ORPHAN if default is GCPolicy.ORPHAN else None
 
 
 def deletion_finalizers_for_garbage_collection(
@@ -84,14 +70,11 @@ def deletion_finalizers_for_garbage_collection(
     as the options, the existing finalizers or the resource default decide.
     When the resulting *set* equals the old one the old list is kept as is.
     """
-    orphan = _should_orphan(finalizers, default_policy, propagation_policy, orphan_dependents)
-    foreground = _should_foreground(
-        finalizers, default_policy, propagation_policy, orphan_dependents
-    )
+    requested = _requested_gc(finalizers, default_policy, propagation_policy, orphan_dependents)
     new = [f for f in finalizers if f not in (FINALIZER_ORPHAN, FINALIZER_FOREGROUND)]
-    if orphan:
+    if requested is PropagationPolicy.ORPHAN:
         new.append(FINALIZER_ORPHAN)
-    if foreground:
+    elif requested is PropagationPolicy.FOREGROUND:
         new.append(FINALIZER_FOREGROUND)
     if set(new) == set(finalizers):
         return False, list(finalizers)

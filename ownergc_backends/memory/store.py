@@ -552,19 +552,15 @@ class InMemoryStore(StoreWrites):
         deletionTimestamp), None when it was removed. A second DELETE of a
         deleting object recomputes those finalizers from its options.
         """
-        await anyio.lowlevel.checkpoint()
-        self._begin("delete", resource, namespace, name)
-        policy = _validate_delete_options(propagation_policy, orphan_dependents)
-        with self._write() as wake:
-            storage = self._storage(resource)
-            self._check_verb(storage, "delete")
-            ns = self._object_namespace(storage, namespace)
-            result = self._delete_locked(
-                storage, resource.version, ns, name, policy, orphan_dependents, preconditions, wake
-            )
-        if result is None:
-            return None
-        return self._render(storage, result, resource.version, False)
+        obj, removed = await self.delete_and_report(
+            resource,
+            name,
+            namespace=namespace,
+            propagation_policy=propagation_policy,
+            preconditions=preconditions,
+            orphan_dependents=orphan_dependents,
+        )
+        return None if removed else obj
 
     async def create_object(self, obj: JSONDict) -> JSONDict:
         """Create ``obj`` in the resource its apiVersion/kind map to (namespace from
