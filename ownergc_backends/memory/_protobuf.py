@@ -154,181 +154,131 @@ def _message(schema: Schema, name: str, keep: frozenset[str] = frozenset()) -> D
     return decode
 
 
-_OWNER_REFERENCE = _message(
-    {
-        1: ("kind", _string, "one"),
-        3: ("name", _string, "one"),
-        4: ("uid", _string, "one"),
-        5: ("apiVersion", _string, "one"),
-        6: ("controller", _bool, "one"),
-        7: ("blockOwnerDeletion", _bool, "one"),
-    },
-    "OwnerReference",
-    frozenset({"controller", "blockOwnerDeletion"}),
-)
-_OBJECT_META = _message(
-    {
-        1: ("name", _string, "one"),
-        2: ("generateName", _string, "one"),
-        3: ("namespace", _string, "one"),
-        4: ("selfLink", _string, "one"),
-        5: ("uid", _string, "one"),
-        6: ("resourceVersion", _string, "one"),
-        7: ("generation", _int, "one"),
-        8: ("creationTimestamp", _time, "one"),
-        9: ("deletionTimestamp", _time, "one"),
-        10: ("deletionGracePeriodSeconds", _int, "one"),
-        11: ("labels", _map(_string), "map"),
-        12: ("annotations", _map(_string), "map"),
-        13: ("ownerReferences", _OWNER_REFERENCE, "many"),
-        14: ("finalizers", _string, "many"),
-    },
-    "ObjectMeta",
-    frozenset({"deletionGracePeriodSeconds"}),
-)
-_LOCAL_OBJECT_REFERENCE = _message({1: ("name", _string, "one")}, "LocalObjectReference")
+#: The messages kubectl's generators send, one per paragraph: ``Name`` then
+#: ``number jsonName type`` per field, numbers from k8s.io/api's and
+#: apimachinery's ``generated.proto``. Types: string, bytes, int, bool, time,
+#: ``map<string>`` / ``map<bytes>``, another message's name; ``[]`` before a
+#: type repeats it; ``!`` after it keeps the field in JSON even when zero (Go
+#: pointer fields, written only when set, and sub-objects shown empty).
+_SCHEMA: Final = """
+OwnerReference
+  1 kind string; 3 name string; 4 uid string; 5 apiVersion string
+  6 controller bool!; 7 blockOwnerDeletion bool!
 
-_LABEL_SELECTOR = _message({1: ("matchLabels", _map(_string), "map")}, "LabelSelector")
-_RESOURCES = _message(
-    {1: ("limits", _map(_string), "map"), 2: ("requests", _map(_string), "map")},
-    "ResourceRequirements",
-)
-_CONTAINER = _message(
-    {
-        1: ("name", _string, "one"),
-        2: ("image", _string, "one"),
-        3: ("command", _string, "many"),
-        4: ("args", _string, "many"),
-        5: ("workingDir", _string, "one"),
-        6: (
-            "ports",
-            _message(
-                {
-                    1: ("name", _string, "one"),
-                    2: ("hostPort", _int, "one"),
-                    3: ("containerPort", _int, "one"),
-                    4: ("protocol", _string, "one"),
-                    5: ("hostIP", _string, "one"),
-                },
-                "ContainerPort",
-            ),
-            "many",
-        ),
-        7: (
-            "env",
-            _message({1: ("name", _string, "one"), 2: ("value", _string, "one")}, "EnvVar"),
-            "many",
-        ),
-        8: ("resources", _RESOURCES, "one"),
-        14: ("imagePullPolicy", _string, "one"),
-    },
-    "Container",
-)
-_POD_TEMPLATE = _message(
-    {
-        1: ("metadata", _OBJECT_META, "one"),
-        2: (
-            "spec",
-            _message(
-                {
-                    2: ("containers", _CONTAINER, "many"),
-                    3: ("restartPolicy", _string, "one"),
-                    7: ("nodeSelector", _map(_string), "map"),
-                    8: ("serviceAccountName", _string, "one"),
-                },
-                "PodSpec",
-            ),
-            "one",
-        ),
-    },
-    "PodTemplateSpec",
-)
-_DEPLOYMENT_STATUS = _message(
-    {
-        n: (f, _int, "one")
-        for n, f in enumerate(
-            (
-                "observedGeneration",
-                "replicas",
-                "updatedReplicas",
-                "availableReplicas",
-                "unavailableReplicas",
-            ),
-            start=1,
-        )
-    },
-    "DeploymentStatus",
-)
+ObjectMeta
+  1 name string; 2 generateName string; 3 namespace string; 4 selfLink string
+  5 uid string; 6 resourceVersion string; 7 generation int
+  8 creationTimestamp time; 9 deletionTimestamp time; 10 deletionGracePeriodSeconds int!
+  11 labels map<string>; 12 annotations map<string>
+  13 ownerReferences []OwnerReference; 14 finalizers []string
 
-#: (apiVersion, kind) -> the schema of the typed message.
+LocalObjectReference
+  1 name string
+
+LabelSelector
+  1 matchLabels map<string>
+
+ResourceRequirements
+  1 limits map<string>; 2 requests map<string>
+
+ContainerPort
+  1 name string; 2 hostPort int; 3 containerPort int; 4 protocol string; 5 hostIP string
+
+EnvVar
+  1 name string; 2 value string
+
+Container
+  1 name string; 2 image string; 3 command []string; 4 args []string; 5 workingDir string
+  6 ports []ContainerPort; 7 env []EnvVar; 8 resources ResourceRequirements
+  14 imagePullPolicy string
+
+PodSpec
+  2 containers []Container; 3 restartPolicy string; 7 nodeSelector map<string>
+  8 serviceAccountName string
+
+PodTemplateSpec
+  1 metadata ObjectMeta; 2 spec PodSpec
+
+DeploymentStrategy
+  1 type string
+
+DeploymentSpec
+  1 replicas int!; 2 selector LabelSelector; 3 template PodTemplateSpec
+  4 strategy DeploymentStrategy; 5 minReadySeconds int; 7 paused bool
+
+DeploymentStatus
+  1 observedGeneration int; 2 replicas int; 3 updatedReplicas int
+  4 availableReplicas int; 5 unavailableReplicas int
+
+Deployment
+  1 metadata ObjectMeta; 2 spec DeploymentSpec!; 3 status DeploymentStatus!
+
+ConfigMap
+  1 metadata ObjectMeta; 2 data map<string>; 3 binaryData map<bytes>; 4 immutable bool!
+
+Secret
+  1 metadata ObjectMeta; 2 data map<bytes>; 3 type string; 4 stringData map<string>
+  5 immutable bool!
+
+NamespaceSpec
+  1 finalizers []string
+
+NamespaceStatus
+  1 phase string
+
+Namespace
+  1 metadata ObjectMeta; 2 spec NamespaceSpec!; 3 status NamespaceStatus!
+
+ServiceAccount
+  1 metadata ObjectMeta; 3 imagePullSecrets []LocalObjectReference
+  4 automountServiceAccountToken bool!
+"""
+
+_SCALARS: Final[dict[str, Decoder]] = {
+    "string": _string,
+    "bytes": _bytes,
+    "int": _int,
+    "bool": _bool,
+    "time": _time,
+}
+
+
+def _compile(schema: str) -> dict[str, Decoder]:
+    """Decoders for every message of ``schema`` (each may use the ones above it)."""
+    decoders: dict[str, Decoder] = {}
+    for paragraph in schema.strip().split("\n\n"):
+        name, *lines = paragraph.splitlines()
+        fields: dict[int, Field] = {}
+        keep: set[str] = set()
+        for spec in (item for line in lines for item in line.split(";")):
+            number, json_name, kind = spec.split()
+            if kind.endswith("!"):
+                kind = kind[:-1]
+                keep.add(json_name)
+            arity = "one"
+            if kind.startswith("[]"):
+                kind, arity = kind[2:], "many"
+            if kind.startswith("map<"):
+                decoder, arity = _map(_SCALARS[kind[4:-1]]), "map"
+            else:
+                decoder = _SCALARS.get(kind) or decoders[kind]
+            fields[int(number)] = (json_name, decoder, arity)
+        decoders[name.strip()] = _message(fields, name.strip(), frozenset(keep))
+    return decoders
+
+
+_MESSAGES: Final = _compile(_SCHEMA)
+
+#: (apiVersion, kind) -> the decoder of the typed message.
 _KINDS: Final[dict[tuple[str, str], Decoder]] = {
-    ("v1", "ConfigMap"): _message(
-        {
-            1: ("metadata", _OBJECT_META, "one"),
-            2: ("data", _map(_string), "map"),
-            3: ("binaryData", _map(_bytes), "map"),
-            4: ("immutable", _bool, "one"),
-        },
-        "ConfigMap",
-        frozenset({"immutable"}),
-    ),
-    ("v1", "Secret"): _message(
-        {
-            1: ("metadata", _OBJECT_META, "one"),
-            2: ("data", _map(_bytes), "map"),
-            3: ("type", _string, "one"),
-            4: ("stringData", _map(_string), "map"),
-            5: ("immutable", _bool, "one"),
-        },
-        "Secret",
-        frozenset({"immutable"}),
-    ),
-    ("v1", "Namespace"): _message(
-        {
-            1: ("metadata", _OBJECT_META, "one"),
-            2: ("spec", _message({1: ("finalizers", _string, "many")}, "NamespaceSpec"), "one"),
-            3: ("status", _message({1: ("phase", _string, "one")}, "NamespaceStatus"), "one"),
-        },
-        "Namespace",
-        frozenset({"spec", "status"}),
-    ),
-    ("apps/v1", "Deployment"): _message(
-        {
-            1: ("metadata", _OBJECT_META, "one"),
-            2: (
-                "spec",
-                _message(
-                    {
-                        1: ("replicas", _int, "one"),
-                        2: ("selector", _LABEL_SELECTOR, "one"),
-                        3: ("template", _POD_TEMPLATE, "one"),
-                        4: (
-                            "strategy",
-                            _message({1: ("type", _string, "one")}, "DeploymentStrategy"),
-                            "one",
-                        ),
-                        5: ("minReadySeconds", _int, "one"),
-                        7: ("paused", _bool, "one"),
-                    },
-                    "DeploymentSpec",
-                    frozenset({"replicas"}),
-                ),
-                "one",
-            ),
-            3: ("status", _DEPLOYMENT_STATUS, "one"),
-        },
-        "Deployment",
-        frozenset({"spec", "status"}),
-    ),
-    ("v1", "ServiceAccount"): _message(
-        {
-            1: ("metadata", _OBJECT_META, "one"),
-            3: ("imagePullSecrets", _LOCAL_OBJECT_REFERENCE, "many"),
-            4: ("automountServiceAccountToken", _bool, "one"),
-        },
-        "ServiceAccount",
-        frozenset({"automountServiceAccountToken"}),
-    ),
+    (api_version, kind): _MESSAGES[kind]
+    for api_version, kind in (
+        ("v1", "ConfigMap"),
+        ("v1", "Secret"),
+        ("v1", "Namespace"),
+        ("apps/v1", "Deployment"),
+        ("v1", "ServiceAccount"),
+    )
 }
 
 
