@@ -9,6 +9,7 @@ wrong JSON type cannot be decoded into the Go struct and is a 400
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,6 +75,32 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _is_str(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, bool)
+
+
+def _typed(
+    src: dict[str, Any],
+    keys: tuple[str, ...],
+    is_type: Callable[[Any], bool],
+    type_name: str,
+    where: str,
+) -> Iterator[tuple[str, Any]]:
+    """``(key, value)`` of each of ``keys`` set (not null) in ``src``, in that order;
+    a value of another JSON type is the 400 the typed decoder would answer."""
+    for key in keys:
+        value = src.get(key)
+        if value is None:
+            continue
+        if not is_type(value):
+            raise MetadataTypeError(f"{where}.{key} must be {type_name}, got {value!r}")
+        yield key, value
+
+
 def _string_map(value: Any, where: str) -> dict[str, str]:
     if not isinstance(value, dict):
         raise MetadataTypeError(f"{where} must be an object of strings, got {value!r}")
@@ -95,29 +122,15 @@ def decode_metadata(meta: Any) -> dict[str, Any]:
     if not isinstance(meta, dict):
         raise MetadataTypeError(f"metadata must be an object, got {meta!r}")
     out: dict[str, Any] = {}
-    for key in _STRING_FIELDS:
-        value = meta.get(key)
-        if value is None or value == "":
-            continue
-        if not isinstance(value, str):
-            raise MetadataTypeError(f"metadata.{key} must be a string, got {value!r}")
-        out[key] = value
-    for key in _INT_FIELDS:
-        value = meta.get(key)
-        if value is None:
-            continue
-        if not _is_int(value):
-            raise MetadataTypeError(f"metadata.{key} must be an integer, got {value!r}")
-        if key == "generation" and value == 0:
-            continue
-        out[key] = value
-    for key in _TIME_FIELDS:
-        value = meta.get(key)
-        if value is None:
-            continue
-        if not isinstance(value, str):
-            raise MetadataTypeError(f"metadata.{key} must be an RFC3339 string, got {value!r}")
-        out[key] = value
+    out.update(
+        (k, v) for k, v in _typed(meta, _STRING_FIELDS, _is_str, "a string", "metadata") if v
+    )
+    out.update(
+        (k, v)
+        for k, v in _typed(meta, _INT_FIELDS, _is_int, "an integer", "metadata")
+        if not (k == "generation" and v == 0)
+    )
+    out.update(_typed(meta, _TIME_FIELDS, _is_str, "an RFC3339 string", "metadata"))
     for key in ("labels", "annotations"):
         value = meta.get(key)
         if value is None:
@@ -154,22 +167,9 @@ def _decode_owner_reference(ref: Any, index: int) -> dict[str, Any]:
     where = f"metadata.ownerReferences[{index}]"
     if not isinstance(ref, dict):
         raise MetadataTypeError(f"{where} must be an object, got {ref!r}")
-    out: dict[str, Any] = {}
-    for key in _REF_STRING_FIELDS:
-        value = ref.get(key)
-        if value is None:
-            out[key] = ""
-            continue
-        if not isinstance(value, str):
-            raise MetadataTypeError(f"{where}.{key} must be a string, got {value!r}")
-        out[key] = value
-    for key in _REF_BOOL_FIELDS:
-        value = ref.get(key)
-        if value is None:
-            continue
-        if not isinstance(value, bool):
-            raise MetadataTypeError(f"{where}.{key} must be a boolean, got {value!r}")
-        out[key] = value
+    out: dict[str, Any] = dict.fromkeys(_REF_STRING_FIELDS, "")
+    out.update(_typed(ref, _REF_STRING_FIELDS, _is_str, "a string", where))
+    out.update(_typed(ref, _REF_BOOL_FIELDS, _is_bool, "a boolean", where))
     return out
 
 
