@@ -30,6 +30,7 @@ import contextlib
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import tempfile
@@ -216,18 +217,30 @@ def _process_cpu(pid: int) -> float:
 
 
 async def run_case_process(
-    shape: str, n: int, policy: str, qps: float, burst: int, workers: int, timeout: float
+    shape: str,
+    n: int,
+    policy: str,
+    qps: float,
+    burst: int,
+    workers: int,
+    timeout: float,
+    profile: str | None = None,
 ) -> dict[str, Any]:
     """The same case with the collector as a separate `ownergc controller` process.
 
     The apiserver side (store, facade, deletion watch) and the collector then
     run on separate cores, as a real apiserver and kube-controller-manager do;
     the inline mode makes them share one event loop and one core.
+
+    The collector starts on an empty cluster and syncs; then the tree is
+    created (the collector sees every ADDED event, as it does in a cluster)
+    and the root deleted. Its CPU is counted from the first create to the
+    last deletion, as issue 11 measured kube-controller-manager's, and for
+    the cascade alone (from the root's DELETE). ``profile`` samples the
+    collector with py-spy over that window into a speedscope file.
     """
     store = InMemoryStore()
-    _root, doomed = await build(store, shape, n)
-    if policy == "Foreground":
-        doomed.append(("v1", "ConfigMap", "root"))
+    doomed: list[tuple[str, str, str]] = []
     with tempfile.TemporaryDirectory() as tmp:
         async with serve_in_background(store) as server:
             kubeconfig = Path(tmp) / "kubeconfig"
@@ -237,12 +250,11 @@ async def run_case_process(
                 sys.executable,
                 "-m",
                 "ownergc",
-                "-v",
                 "controller",
                 "--kubeconfig",
                 str(kubeconfig),
                 "--port",
-                "0",
+                str(port := _free_port()),
                 "--bind-address",
                 "127.0.0.1",
                 "--workers",
@@ -252,16 +264,9 @@ async def run_case_process(
                 "--burst",
                 str(10**9 if unthrottled else burst),
             ]
+            # At the default log level, as a user runs it (-v logs every deletion).
             async with await anyio.open_process(cmd, stdout=None, stderr=subprocess.PIPE) as proc:
                 assert proc.stderr is not None
-                port = 0
-                log = b""
-                with anyio.fail_after(120):
-                    while not port:
-                        log += await proc.stderr.receive()
-                        m = re.search(rb"serving probes and metrics on 127\.0\.0\.1:(\d+)", log)
-                        if m:
-                            port = int(m.group(1))
 
                 async def drain_stderr() -> None:
                     with contextlib.suppress(anyio.EndOfStream, anyio.ClosedResourceError):
@@ -271,16 +276,20 @@ async def run_case_process(
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(drain_stderr)
                     with anyio.fail_after(300):
-                        while (await _http_get(port, "/readyz"))[0] != 200:
+                        while (await _ready(port)) != 200:
                             await anyio.sleep(0.05)
-                        while server.open_watches < 2:
-                            await anyio.sleep(0.05)
-                        await anyio.sleep(1.0)  # the initial sync's work settles
+                        await _steady_watches(server)
+                    spy = _start_profiler(proc.pid, profile) if profile else None
+                    cpu_start = _process_cpu(proc.pid)
+                    _root, doomed = await build(store, shape, n)
+                    if policy == "Foreground":
+                        doomed.append(("v1", "ConfigMap", "root"))
+                    await anyio.sleep(1.0)  # the creation events are processed meanwhile
                     server.clear_requests()
                     resource = store.resource_for("v1", "ConfigMap")
                     watchers = _DeletionWatch(store, doomed)
                     await tg.start(watchers.run)
-                    cpu_synced = _process_cpu(proc.pid)
+                    cpu_created = _process_cpu(proc.pid)
                     start = time.perf_counter()
                     await store.delete(
                         resource, "root", namespace="default", propagation_policy=policy
@@ -289,6 +298,9 @@ async def run_case_process(
                         await watchers.done.wait()
                     elapsed = time.perf_counter() - start
                     cpu_total = _process_cpu(proc.pid)
+                    if spy is not None:
+                        spy.send_signal(2)  # SIGINT: py-spy writes its file and exits
+                        await anyio.to_thread.run_sync(spy.wait)
                     remaining = sorted(watchers.pending)
                     counts = {v: server.request_count(v) for v in (*COST_VERBS, "discovery")}
                     _, metrics = await _http_get(port, "/metrics")
@@ -300,6 +312,9 @@ async def run_case_process(
     def metric(name: str) -> float:
         m = re.search(rf"^{re.escape(name)} (\S+)$", metrics, re.M)
         return float(m.group(1)) if m else 0.0
+
+    def per_object(seconds: float) -> int | None:
+        return round(seconds / collected * 1e6) if collected else None
 
     return {
         "shape": shape,
@@ -318,14 +333,49 @@ async def run_case_process(
         "server_requests": {k: v for k, v in counts.items() if v},
         "cache_decisions": metric("ownergc_cache_decisions_total"),
         "cache_fallbacks": metric("ownergc_cache_fallbacks_total"),
-        # The collector process's own user+system CPU (the facade's excluded), per
-        # collected object: from its start (initial list of every object included)
-        # to the last deletion, and for the cascade alone.
-        "collector_cpu_us_per_object": round(cpu_total / collected * 1e6) if collected else None,
-        "cascade_cpu_us_per_object": (
-            round((cpu_total - cpu_synced) / collected * 1e6) if collected else None
-        ),
+        # The collector process's own user+system CPU (the facade's excluded) per
+        # collected object: from the first create to the last deletion (every
+        # creation watch event included), and for the cascade alone.
+        "collector_cpu_us_per_object": per_object(cpu_total - cpu_start),
+        "cascade_cpu_us_per_object": per_object(cpu_total - cpu_created),
     }
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+async def _ready(port: int) -> int:
+    """/readyz's status, 0 while the collector is not listening yet."""
+    try:
+        return (await _http_get(port, "/readyz"))[0]
+    except OSError:
+        return 0
+
+
+async def _steady_watches(server: Any) -> None:
+    """Until the collector's watches are open and their number has held for a second."""
+    seen, since = -1, time.monotonic()
+    while True:
+        now = server.open_watches
+        if now != seen:
+            seen, since = now, time.monotonic()
+        elif now >= 2 and time.monotonic() - since >= 1.0:
+            return
+        await anyio.sleep(0.05)
+
+
+def _start_profiler(pid: int, path: str) -> subprocess.Popen[bytes]:
+    """py-spy sampling ``pid`` (pip install py-spy) until SIGINT, into ``path``."""
+    cmd = ["py-spy", "record", "--pid", str(pid), "--rate", "250", "-o", path]
+    fmt = "speedscope" if path.endswith(".json") else "raw"
+    cmd += ["--format", fmt]
+    spy = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)  # attached before the first create
+    return spy
 
 
 DEFAULT_CASES = [
@@ -354,6 +404,13 @@ def main(argv: list[str] | None = None) -> None:
         help="run the collector as an `ownergc controller` process (own core, as in a "
         "cluster; default) or inline on the facade's event loop",
     )
+    parser.add_argument(
+        "--profile",
+        default=None,
+        metavar="PATH",
+        help="sample the collector process with py-spy from the first create to the last "
+        "deletion: PATH.json (speedscope) or any other name (collapsed stacks)",
+    )
     args = parser.parse_args(argv)
     if args.shape:
         sizes = [int(s) for s in (args.sizes or "2000").split(",")]
@@ -364,8 +421,11 @@ def main(argv: list[str] | None = None) -> None:
         cases = DEFAULT_CASES
     for shape, n, qps, burst in cases:
         for policy in args.policies.split(","):
-            runner = run_case_process if args.collector == "process" else run_case
-            result = anyio.run(runner, shape, n, policy, qps, burst, args.workers, args.timeout)
+            case = (shape, n, policy, qps, burst, args.workers, args.timeout)
+            if args.collector == "process":
+                result = anyio.run(run_case_process, *case, args.profile)
+            else:
+                result = anyio.run(run_case, *case)
             print(json.dumps(result), flush=True)
 
 

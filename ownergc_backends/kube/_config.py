@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import importlib
 import os
+import time
 from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
+
+import anyio
 
 from ownergc_backends.kube._errors import HOW_TO_CONNECT, KubeConfigError
 
@@ -40,6 +44,59 @@ def kubeconfig_paths(path: PathLike | Sequence[PathLike] | None = None) -> list[
     return [os.path.expanduser(p) for p in raw if p]
 
 
+#: Refresh this long before an exec credential's expiry (client-go's margin is similar).
+_EXPIRY_SKEW = timedelta(seconds=10)
+#: How often a ``tokenFile`` is read again (client-go re-reads it every minute).
+_TOKEN_FILE_PERIOD = 60.0
+
+
+def attach_refresh(loader: Any, configuration: Any) -> None:
+    """Keep a kubeconfig's credentials fresh for a long-running process.
+
+    ``kubernetes.aio`` reads a kubeconfig user's credentials once; client-go
+    runs an ``exec`` plugin again when its token expires (EKS, GKE and
+    OIDC helpers hand out tokens of minutes) and re-reads a ``tokenFile``
+    periodically. The client calls ``refresh_api_key_hook`` before every
+    request, so this hook only compares a timestamp on the hot path.
+    """
+    user = getattr(loader, "_user", None)
+    if not user:
+        return
+    lock = anyio.Lock()
+    if "exec" in user:
+
+        async def refresh_exec(config: Any) -> None:
+            if not _expired(getattr(loader, "exec_plugin_expiry", None)):
+                return
+            async with lock:
+                if not _expired(getattr(loader, "exec_plugin_expiry", None)):
+                    return  # another request refreshed it meanwhile
+                await loader.load_from_exec_plugin()
+                if getattr(loader, "token", None):
+                    config.api_key["BearerToken"] = loader.token
+
+        configuration.refresh_api_key_hook = refresh_exec
+    elif "tokenFile" in user:
+        read_at = [time.monotonic()]
+
+        def refresh_token_file(config: Any) -> None:
+            if time.monotonic() - read_at[0] < _TOKEN_FILE_PERIOD:
+                return
+            read_at[0] = time.monotonic()
+            if loader._load_user_token():
+                config.api_key["BearerToken"] = loader.token
+
+        configuration.refresh_api_key_hook = refresh_token_file
+
+
+def _expired(expiry: object) -> bool:
+    """Whether an exec credential's expiry (None: it never expires) has come."""
+    if not isinstance(expiry, datetime):
+        return False
+    when: datetime = expiry if expiry.tzinfo else expiry.replace(tzinfo=timezone.utc)
+    return when - _EXPIRY_SKEW <= datetime.now(timezone.utc)
+
+
 def in_cluster() -> bool:
     """True inside a pod with a mounted ServiceAccount (client-go's test)."""
     return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and (_SA_DIR / "token").is_file()
@@ -50,7 +107,7 @@ def _kube_config() -> Any:
     return importlib.import_module("kubernetes.aio.config")
 
 
-async def _from_files(paths: list[str], context: str | None, configuration: Any) -> None:
+async def _from_files(paths: list[str], context: str | None, configuration: Any) -> Any:
     load_kube_config = _kube_config().load_kube_config
 
     existing = [p for p in paths if os.path.isfile(p)]
@@ -59,7 +116,7 @@ async def _from_files(paths: list[str], context: str | None, configuration: Any)
             f"no kubeconfig found (looked at {', '.join(paths)}). {HOW_TO_CONNECT}"
         )
     # The client merges a KUBECONFIG-style joined list; pass only files that exist.
-    await load_kube_config(
+    return await load_kube_config(
         config_file=os.pathsep.join(existing),
         context=context,
         client_configuration=configuration,
@@ -82,14 +139,16 @@ async def load_configuration(
     configuration = Configuration()
     try:
         if config_dict is not None:
-            await kconfig.load_kube_config_from_dict(
+            loader = await kconfig.load_kube_config_from_dict(
                 config_dict=dict(config_dict), context=context, client_configuration=configuration
             )
+            attach_refresh(loader, configuration)
             return configuration
         paths = kubeconfig_paths(path)
         explicit = path is not None or bool(os.environ.get("KUBECONFIG"))
         if explicit or any(os.path.isfile(p) for p in paths) or not allow_in_cluster:
-            await _from_files(paths, context, configuration)
+            loader = await _from_files(paths, context, configuration)
+            attach_refresh(loader, configuration)
             return configuration
         if not in_cluster():
             raise KubeConfigError(

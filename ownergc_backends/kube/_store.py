@@ -8,10 +8,11 @@ be cancellable. The sync client would pin one worker thread per open watch
 that) and a blocked socket read in a thread cannot be cancelled. The asyncio
 client needs anyio's asyncio backend, which the controller defaults to.
 
-Only the client's generic call path is used (``ApiClient.param_serialize`` +
-``call_api``: its configuration, TLS, auth-token refresh and connection
-pool), never the generated per-type methods or models: requests carry
-metadata-only ``Accept`` headers and answers stay plain JSON dicts.
+The client provides the configuration, TLS and auth-token refresh; requests
+go out on one aiohttp session of our own (``_transport``), never through the
+generated per-type methods or models: requests carry metadata-only
+``Accept`` headers, bodies are encoded and answers decoded with orjson, and
+answers stay plain JSON dicts.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ from ownergc_backends.kube._errors import (
     error_from_response,
     error_from_status_object,
 )
+from ownergc_backends.kube._transport import Transport
 
 
 def _loads(data: bytes) -> Any:
@@ -160,6 +162,8 @@ class KubeStore:
         self._closed = False
         self.host: str = str(getattr(api_client.configuration, "host", ""))
         api_client.user_agent = f"ownergc/{_version()} (kube backend; kubernetes.aio)"
+        self._transport = Transport(api_client)
+        self._timeout = aiohttp.ClientTimeout(total=request_timeout)
 
     # -- construction ------------------------------------------------------
 
@@ -226,6 +230,7 @@ class KubeStore:
         if self._closed:
             return
         self._closed = True
+        await self._transport.close()
         if self._owns_client:
             await self._api.close()
 
@@ -284,32 +289,25 @@ class KubeStore:
                 "KubeStore needs anyio's asyncio backend (kubernetes.aio runs on aiohttp)"
             ) from None
         what = f"{method} {path}"
+        data = None if body is None else orjson.dumps(body)
         attempt = 0
         while True:
             await self.rate_limiter.acquire()
             self._counts[verb] += 1
             headers = {"Accept": accept}
-            if content_type is not None:
-                headers["Content-Type"] = content_type
+            if data is not None:
+                headers["Content-Type"] = content_type or JSON
             try:
-                m, url, hdrs, data, _post = await self._api.param_serialize(
-                    method=method,
-                    resource_path=path,
-                    query_params=list(query),
-                    header_params=headers,
-                    body=body,
-                    auth_settings=["BearerToken"],
-                )
-                rest = await self._api.call_api(
-                    m,
-                    url,
-                    header_params=hdrs,
-                    body=data,
-                    _request_timeout=timeout or aiohttp.ClientTimeout(total=self.request_timeout),
+                resp = await self._transport.request(
+                    method,
+                    path,
+                    query=query,
+                    headers=headers,
+                    data=data,
+                    timeout=timeout or self._timeout,
                 )
             except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
                 raise error_from_exception(exc, host=self.host, what=what) from exc
-            resp: aiohttp.ClientResponse = rest.response
             if log.isEnabledFor(logging.DEBUG):
                 self._log_apf(resp, what)
             if resp.status < 400:

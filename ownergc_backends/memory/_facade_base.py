@@ -109,11 +109,17 @@ _APPLY_PATCH: Final = "application/apply-patch+yaml"
 
 
 class RequestLogEntry(NamedTuple):
-    """One request as the server answered it (``path`` without the query)."""
+    """One request as the server answered it (``path`` without the query).
+
+    The server authenticates nobody; it records the ``Authorization`` header a
+    client sent so tests can check that credentials (and their refresh) reach it.
+    """
 
     method: str
     path: str
     status: int
+    user_agent: str = ""
+    authorization: str = ""
 
 
 #: Called after every successful write through the API with the verb

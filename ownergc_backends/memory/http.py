@@ -223,13 +223,13 @@ class KubeAPIServer(ScaleRoutes):
                 error_for_status(500, f"internal error: {exc!r}", reason="InternalError")
             )
         if isinstance(result, _WatchPlan):
-            self.requests.append(RequestLogEntry(request.method, request.path, 200))
+            self.requests.append(_log_entry(request, 200))
             _log_request(request, 200, started, "watch opened")
             try:
                 return await self._stream_watch(result, stream, reader) and keep_alive
             finally:
                 _log_request(request, 200, started, "watch closed")
-        self.requests.append(RequestLogEntry(request.method, request.path, result.status))
+        self.requests.append(_log_entry(request, result.status))
         _log_request(request, result.status, started)
         await write_response(
             stream,
@@ -643,6 +643,17 @@ class KubeAPIServer(ScaleRoutes):
             tg.start_soon(func, *args)
 
         self._in_loop(start)
+
+
+def _log_entry(request: Request, status: int) -> RequestLogEntry:
+    headers = request.headers
+    return RequestLogEntry(
+        request.method,
+        request.path,
+        status,
+        headers.get("user-agent", ""),
+        headers.get("authorization", ""),
+    )
 
 
 def _log_request(request: Request, status: int, started: float, note: str = "") -> None:

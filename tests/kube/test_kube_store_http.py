@@ -301,7 +301,7 @@ async def test_cancelling_a_watch_releases_its_connection(
     with anyio.fail_after(5):
         while server.open_watches:
             await anyio.sleep(0.01)
-    assert len(kube._api.rest_client.pool_manager.connector._acquired) == 0
+    assert len(kube._transport.session.connector._acquired) == 0
     # The store still works after the cancelled watch.
     assert (await kube.list(r)).items == []
 
