@@ -16,6 +16,8 @@ Only the graph builder (:mod:`ownergc._core.graph_builder`) mutates the graph.
 
 from __future__ import annotations
 
+from types import FunctionType
+
 from ownergc._core.refs import ObjectReference, OwnerReference
 
 __all__ = ["NO_DEPENDENTS", "Node", "UIDToNode", "new_identity", "new_node"]
@@ -29,23 +31,31 @@ class Node:
 
     ``dependents`` starts as a shared empty frozenset and becomes a set on the
     first dependent, which keeps leaf nodes (most of a cluster) small. The
-    identity is held as a plain tuple of strings (which the cyclic garbage
-    collector stops tracking) and handed out as an :class:`ObjectReference`.
+    identity's five strings are fields of the node itself (no object of its
+    own to allocate, hold and have the cyclic garbage collector visit) and
+    are handed out as an :class:`ObjectReference`.
     """
 
     __slots__ = (
-        "_ident",
+        "api_version",
         "being_deleted",
         "deleting_dependents",
         "dependents",
         "finalizers",
+        "kind",
+        "name",
+        "namespace",
         "owners",
         "resource_version",
+        "uid",
         "virtual",
     )
 
-    #: (apiVersion, kind, name, uid, namespace)
-    _ident: tuple[str, str, str, str, str | None]
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+    namespace: str | None
     owners: tuple[OwnerReference, ...]
     dependents: set[Node] | frozenset[Node]
     being_deleted: bool
@@ -79,25 +89,15 @@ class Node:
     @property
     def identity(self) -> ObjectReference:
         """The object's identity (coordinates + namespace)."""
-        return new_identity(*self._ident)
+        return new_identity(self.api_version, self.kind, self.name, self.uid, self.namespace)
 
     @identity.setter
     def identity(self, identity: ObjectReference) -> None:
-        self._ident = (
-            identity.api_version,
-            identity.kind,
-            identity.name,
-            identity.uid,
-            identity.namespace,
-        )
-
-    @property
-    def uid(self) -> str:
-        return self._ident[3]
-
-    @property
-    def namespace(self) -> str | None:
-        return self._ident[4]
+        self.api_version = identity.api_version
+        self.kind = identity.kind
+        self.name = identity.name
+        self.uid = identity.uid
+        self.namespace = identity.namespace
 
     def add_dependent(self, dependent: Node) -> None:
         deps = self.dependents
@@ -116,7 +116,7 @@ class Node:
 
         A dependent with two blocking refs is listed twice, as upstream does.
         """
-        uid = self._ident[3]
+        uid = self.uid
         return [
             dep
             for dep in self.dependents
@@ -168,8 +168,16 @@ class UIDToNode(dict[str, Node]):
                     raise AssertionError(f"{node!r} missing from dependents of {owner!r}")
 
 
+def _probe() -> None:
+    """A plain function, unless mypyc compiled this module (see :data:`COMPILED`)."""
+
+
+#: True when this module runs compiled by mypyc (the optional fast build,
+#: docs/performance.md). The pure-Python modules are the reference.
+COMPILED: bool = not isinstance(_probe, FunctionType)
+
 _set_identity_fields = tuple(
-    ObjectReference.__dict__[f].__set__ for f in ("api_version", "kind", "name", "uid", "namespace")
+    vars(ObjectReference)[f].__set__ for f in ("api_version", "kind", "name", "uid", "namespace")
 )
 _new_object = object.__new__
 
@@ -178,6 +186,8 @@ def new_identity(
     api_version: str, kind: str, name: str, uid: str, namespace: str | None
 ) -> ObjectReference:
     """ObjectReference(...) without the frozen dataclass's per-field __setattr__ detour."""
+    if COMPILED:  # native classes construct fast, and only through __init__
+        return ObjectReference(api_version, kind, name, uid, namespace)
     ident: ObjectReference = _new_object(ObjectReference)
     s_av, s_kind, s_name, s_uid, s_ns = _set_identity_fields
     s_av(ident, api_version)
@@ -189,15 +199,33 @@ def new_identity(
 
 
 def new_node(
-    ident: tuple[str, str, str, str, str | None],
+    api_version: str,
+    kind: str,
+    name: str,
+    uid: str,
+    namespace: str | None,
     owners: tuple[OwnerReference, ...],
     being_deleted: bool,
     deleting_dependents: bool,
     resource_version: str | None,
     finalizers: tuple[str, ...],
 ) -> Node:
+    """A node for an observed object (the graph builder's hot path)."""
+    if COMPILED:
+        return Node(
+            ObjectReference(api_version, kind, name, uid, namespace),
+            owners,
+            being_deleted=being_deleted,
+            deleting_dependents=deleting_dependents,
+            resource_version=resource_version,
+            finalizers=finalizers,
+        )
     node: Node = _new_object(Node)
-    node._ident = ident
+    node.api_version = api_version
+    node.kind = kind
+    node.name = name
+    node.uid = uid
+    node.namespace = namespace
     node.owners = owners
     node.dependents = NO_DEPENDENTS
     node.being_deleted = being_deleted

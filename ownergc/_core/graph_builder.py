@@ -61,6 +61,8 @@ __all__ = [
 _NO_OWNERS: tuple[OwnerReference, ...] = ()
 #: Parsed owner references kept for reuse by siblings (cleared when full).
 _REF_CACHE_SIZE = 65536
+#: (the entry first seen for an owner uid, its parse, that parse alone in a tuple)
+_ParsedRef = tuple[dict[str, Any], OwnerReference, tuple[OwnerReference]]
 
 
 class _FromGraph:
@@ -320,7 +322,9 @@ class GraphBuilder:
     def __init__(self, absent_owner_cache_size: int = 500) -> None:
         self.uid_to_node = UIDToNode()
         self.absent_owner_cache = AbsentOwnerCache(absent_owner_cache_size)
-        self._ref_cache: dict[str, OwnerReference] = {}
+        self._ref_cache: dict[
+            str, tuple[dict[str, Any], OwnerReference, tuple[OwnerReference]]
+        ] = {}
         self.attempt_to_delete: list[Node] = []
         self.attempt_to_delete_rate_limited: list[Node] = []
         self.attempt_to_orphan: list[Node] = []
@@ -370,6 +374,15 @@ class GraphBuilder:
 
         graph = self.uid_to_node
         node = graph.get(uid)
+        if node is None and old_obj is FROM_GRAPH and not being_deleted:
+            # The common case, an object first seen alive: no transition to check.
+            node = new_node(
+                api_version, kind, name, uid, namespace, owners, False, False, rv, finalizers
+            )
+            graph[uid] = node
+            if owners:
+                self._add_dependent_to_owners(node, owners)
+            return node
         old_state: tuple[bool, Any] | None
         if old_obj is FROM_GRAPH:
             old_state = (
@@ -384,7 +397,11 @@ class GraphBuilder:
 
         if node is None:
             node = new_node(
-                (api_version, kind, name, uid, namespace),
+                api_version,
+                kind,
+                name,
+                uid,
+                namespace,
                 owners,
                 being_deleted,
                 being_deleted and FINALIZER_DELETE_DEPENDENTS in finalizers,
@@ -418,39 +435,41 @@ class GraphBuilder:
         return node
 
     def _parse_owner_references(self, raw: Any) -> tuple[OwnerReference, ...]:
-        """Parse ownerReferences, reusing the OwnerReference of an identical earlier entry.
+        """Parse ownerReferences, reusing what an identical earlier entry parsed to.
 
         Siblings share their owner's reference (a ReplicaSet's pods all carry
-        the same one), so keeping one object per owner uid saves a parse and
-        its memory for every sibling after the first.
+        the same one): the entry is compared, as a whole, with the first one
+        seen for that owner uid, and a match reuses its OwnerReference, and
+        for a single-entry list (the common case) the very same tuple, so
+        siblings cost no parse and no memory of their own.
         """
         if type(raw) is not list:
             raise InvalidOwnerReference(
                 f"metadata.ownerReferences must be a list, got {type(raw).__name__}"
             )
+        if len(raw) == 1:
+            return self._parsed(raw[0])[1]
+        return tuple(self._parsed(entry)[0] for entry in raw)
+
+    def _parsed(self, entry: Any) -> tuple[OwnerReference, tuple[OwnerReference]]:
         cache = self._ref_cache
-        out = []
-        for entry in raw:
-            if type(entry) is dict:
-                get = entry.get
-                ref_uid = get("uid")
-                cached = cache.get(ref_uid) if type(ref_uid) is str else None
+        if type(entry) is dict:
+            hit = cache.get(entry.get("uid"))  # type: ignore[arg-type]
+            if hit is not None:
+                seen, ref, alone = hit
                 if (
-                    cached is not None
-                    and cached.name == get("name")
-                    and cached.kind == get("kind")
-                    and cached.api_version == get("apiVersion")
-                    and cached.controller is get("controller")
-                    and cached.block_owner_deletion is get("blockOwnerDeletion")
+                    entry == seen
+                    # == takes True for 1; the parse would not (booleans only).
+                    and entry.get("controller") is ref.controller
+                    and entry.get("blockOwnerDeletion") is ref.block_owner_deletion
                 ):
-                    out.append(cached)
-                    continue
-            ref = OwnerReference.from_dict(entry)
-            if len(cache) >= _REF_CACHE_SIZE:
-                cache.clear()
-            cache[ref.uid] = ref
-            out.append(ref)
-        return tuple(out)
+                    return ref, alone
+        ref = OwnerReference.from_dict(entry)
+        if len(cache) >= _REF_CACHE_SIZE:
+            cache.clear()
+        alone = (ref,)
+        cache[ref.uid] = (dict(entry), ref, alone)
+        return ref, alone
 
     def process_delete(self, obj: Mapping[str, Any], api_version: str, kind: str) -> None:
         """A Delete from a monitor (tombstones already unwrapped)."""
@@ -523,7 +542,7 @@ class GraphBuilder:
 
     def _add_dependent_to_owners(self, node: Node, owners: Iterable[OwnerReference]) -> None:
         graph = self.uid_to_node
-        ns = node._ident[4]
+        ns = node.namespace
         flagged = late = False
         for ref in owners:
             owner = graph.get(ref.uid)
@@ -536,7 +555,11 @@ class GraphBuilder:
                 graph[ref.uid] = owner
                 self.attempt_to_delete.append(owner)
                 continue
-            owner.add_dependent(node)
+            deps = owner.dependents  # Node.add_dependent, inlined: once per observed object
+            if type(deps) is set:
+                deps.add(node)
+            else:
+                owner.dependents = {node}
             if owner.deleting_dependents:
                 # Deliberate deviation (docs/reliability.md): the owner's foreground
                 # transition enqueued the dependents it had then; one observed later
@@ -546,16 +569,15 @@ class GraphBuilder:
                 late = True
             if flagged:
                 continue
-            owner_av, owner_kind, owner_name, owner_uid, owner_ns = owner._ident
+            owner_ns = owner.namespace
             if owner_ns is not None and owner_ns != ns:
                 flagged = True
                 if not owner.virtual:
                     self.events.append(_invalid_namespace_event(node, ref.uid))
-            elif (
-                ref.uid != owner_uid
-                or ref.name != owner_name
-                or ref.kind != owner_kind
-                or ref.api_version != owner_av
+            elif (  # (the uid matches: the owner was looked up by it)
+                ref.name != owner.name
+                or ref.kind != owner.kind
+                or ref.api_version != owner.api_version
             ):
                 flagged = True
             elif owner_ns is None and ns is not None and owner.virtual:

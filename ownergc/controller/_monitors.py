@@ -84,6 +84,13 @@ class Monitor:
     scope: anyio.CancelScope
     synced: bool = False
     resource_version: str | None = None
+    #: The resource's apiVersion and kind, computed once (read on every event).
+    api_version: str = field(init=False)
+    kind: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.api_version = self.resource.api_version
+        self.kind = self.resource.kind
 
 
 class RESTMapper:
@@ -285,21 +292,67 @@ class Monitors:
                     await aclose()
 
     def _on_watch_event(self, mon: Monitor, event: WatchEvent) -> None:
+        """Apply a watch event to the graph now, or queue it behind earlier changes.
+
+        The graph-changes queue exists to keep changes in arrival order; when
+        it is empty (the steady state) the change is applied at once, which
+        spares the hot path a record, a queue round trip and a dispatch.
+        """
         obj = event.object
-        meta = obj.get("metadata") if type(obj) is dict else None
-        rv = meta.get("resourceVersion") if type(meta) is dict else None
         etype = event.type
         if etype == "ADDED" or etype == "MODIFIED":
-            self._pending_changes += 1
-            self._graph_changes.add(ObjectChanged(obj, mon.resource))
+            if self._pending_changes:
+                self._enqueue_change(ObjectChanged(obj, mon.resource))
+            else:
+                self.metrics.events_processed += 1
+                self._graph_changes.metrics.adds_total += 1
+                try:
+                    rv = self.builder.process_upsert(
+                        obj, mon.api_version, mon.kind
+                    ).resource_version
+                except Exception as exc:
+                    self._change_failed(mon.resource, exc)
+                    rv = None
+                self._dispatch_if_any()
+                if rv is not None:
+                    mon.resource_version = rv
+                return
         elif etype == "DELETED":
-            self._pending_changes += 1
-            self._graph_changes.add(ObjectDeleted(obj, mon.resource))
+            if self._pending_changes:
+                self._enqueue_change(ObjectDeleted(obj, mon.resource))
+            else:
+                self.metrics.events_processed += 1
+                self._graph_changes.metrics.adds_total += 1
+                try:
+                    self.builder.process_delete(obj, mon.api_version, mon.kind)
+                except Exception as exc:
+                    self._change_failed(mon.resource, exc)
+                self._dispatch_if_any()
         elif etype != "BOOKMARK":
             self.log.warning("unknown watch event type %r", etype)
             return
+        meta = obj.get("metadata") if type(obj) is dict else None
+        rv = meta.get("resourceVersion") if type(meta) is dict else None
         if type(rv) is str:
             mon.resource_version = rv
+
+    def _dispatch_if_any(self) -> None:
+        builder = self.builder
+        if (
+            builder.attempt_to_delete
+            or builder.attempt_to_delete_rate_limited
+            or builder.attempt_to_orphan
+            or builder.events
+        ):
+            self._dispatch_builder_outputs()
+
+    def _change_failed(self, resource: APIResource | None, exc: Exception) -> None:
+        """A change the graph builder refused: counted and logged, never fatal."""
+        self.metrics.errors += 1
+        if isinstance(exc, InvalidObject):
+            self.log.error("ignoring malformed object from %s: %s", resource, exc)
+        else:
+            self.log.error("failed to process a graph change from %s", resource, exc_info=exc)
 
     def _enqueue_change(self, change: GraphChange) -> None:
         self._pending_changes += 1
@@ -318,18 +371,8 @@ class Monitors:
                     change = batch.popleft()
                     try:
                         process(change)
-                    except InvalidObject as exc:
-                        self.metrics.errors += 1
-                        self.log.error(
-                            "ignoring malformed object from %s: %s",
-                            getattr(change, "resource", None),
-                            exc,
-                        )
-                    except Exception:
-                        self.metrics.errors += 1
-                        self.log.exception(
-                            "failed to process graph change %s", type(change).__name__
-                        )
+                    except Exception as exc:
+                        self._change_failed(getattr(change, "resource", None), exc)
                     finally:
                         self._pending_changes -= 1
             finally:
@@ -349,13 +392,7 @@ class Monitors:
             change.monitor.synced = True
             if self.is_synced():
                 self._synced.set()
-        if (
-            builder.attempt_to_delete
-            or builder.attempt_to_delete_rate_limited
-            or builder.attempt_to_orphan
-            or builder.events
-        ):
-            self._dispatch_builder_outputs()
+        self._dispatch_if_any()
 
     def _dispatch_builder_outputs(self) -> None:
         to_delete, rate_limited, to_orphan, events = self.builder.drain()
