@@ -35,10 +35,13 @@ from ownergc.controller._monitors import Monitor
 from ownergc.protocols import APIResource, WatchEvent
 
 
-def make_objects(owners: int, per_owner: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def make_objects(
+    owners: int, per_owner: int, *, first: int = 0
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Owners ``first`` .. ``first + owners - 1`` with ``per_owner`` dependents each."""
     owner_objs = []
     dep_objs = []
-    for i in range(owners):
+    for i in range(first, first + owners):
         ouid = str(uuid.uuid4())
         oname = f"web-{i:06d}-7d9f8c6b5"
         owner_objs.append(
@@ -126,6 +129,15 @@ class Harness:
                     on_event(mon, event)
                 while gc._pending_changes:
                     await anyio.sleep(0)
+            tg.cancel_scope.cancel()
+
+    async def drain(self) -> None:
+        """Run the graph-builder loop until every queued change is applied."""
+        gc = self.gc
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(gc._graph_builder_loop)
+            while gc._pending_changes:
+                await anyio.sleep(0)
             tg.cancel_scope.cancel()
 
 

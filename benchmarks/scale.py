@@ -36,6 +36,7 @@ Run: ``python benchmarks/scale.py [--objects N] [--backend memory|http]
 from __future__ import annotations
 
 import argparse
+import gc as gc_module
 import json
 import resource
 import subprocess
@@ -50,8 +51,10 @@ from typing import Any
 import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ownergc.controller import GarbageCollector
+from ownergc.protocols import ObjectList, WatchEvent
 from ownergc_backends.memory import InMemoryStore
 
 MONITORED = {("", "configmaps"), ("", "secrets")}
@@ -255,6 +258,74 @@ async def run_case(n: int, backend: str, policy: str, workers: int, timeout: flo
     return result
 
 
+def _graph_events(
+    owners: int, per_owner: int, batch: int
+) -> Iterator[tuple[str, str, list[WatchEvent]]]:
+    """Watch events for ``owners`` ReplicaSets with ``per_owner`` Pods each, made a
+    batch at a time (as a watch decoder hands them over and drops them)."""
+    from graph import make_objects  # benchmarks/graph.py: the same object shapes
+
+    step = max(1, batch // (per_owner + 1))
+    for start in range(0, owners, step):
+        count = min(step, owners - start)
+        owner_objs, dep_objs = make_objects(count, per_owner, first=start)
+        yield "apps/v1", "ReplicaSet", [WatchEvent("ADDED", o) for o in owner_objs]
+        yield "v1", "Pod", [WatchEvent("ADDED", o) for o in dep_objs]
+
+
+class _ListedStore:
+    """Answers the monitors' initial lists from objects made up front; nothing else."""
+
+    def __init__(self, items: dict[str, list[dict[str, Any]]]) -> None:
+        self.items = items
+
+    async def list(self, resource: Any, *, metadata_only: bool = True) -> ObjectList:
+        return ObjectList(items=self.items.pop(resource.kind), resource_version="1")
+
+
+async def run_graph_only(n: int, how: str) -> dict[str, Any]:
+    """``n`` objects through the controller's event path, no HTTP and no store.
+
+    ``how``: ``initial_list`` (each monitor's first list, applied the way a
+    relist applies it) or ``watch_events`` (ADDED events through the monitor
+    callback, made a batch at a time as a watch decoder hands them over).
+    One process per mode, RSS being per process; bodies are dropped before
+    the RSS is read, so its growth is what the controller keeps.
+    """
+    from graph import BATCH, Harness, make_objects
+
+    per_owner = 99
+    owners = max(1, n // (per_owner + 1))
+    result: dict[str, Any] = {"mode": how, "objects": owners * (per_owner + 1)}
+    gc_module.collect()
+    rss_before = _rss_bytes()
+    h = Harness()
+    elapsed = 0.0
+    if how == "initial_list":
+        owner_objs, dep_objs = make_objects(owners, per_owner)
+        h.gc.store = _ListedStore({"ReplicaSet": owner_objs, "Pod": dep_objs})  # type: ignore[assignment]
+        del owner_objs, dep_objs
+        start = time.perf_counter()
+        for key in (("apps/v1", "ReplicaSet"), ("v1", "Pod")):
+            await h.gc._relist(h.monitors[key])
+        await h.drain()
+        elapsed = time.perf_counter() - start
+    else:
+        for api_version, kind, events in _graph_events(owners, per_owner, BATCH * 10):
+            start = time.perf_counter()
+            await h.feed(events, api_version, kind)
+            elapsed += time.perf_counter() - start
+            del events
+    assert len(h.builder.uid_to_node) == result["objects"]
+    gc_module.collect()
+    rss_after = _rss_bytes()
+    result["seconds"] = round(elapsed, 2)
+    result["objects_per_s"] = round(result["objects"] / elapsed)
+    result["rss_bytes_per_object"] = round((rss_after - rss_before) / result["objects"])
+    result["peak_rss_mb"] = round(_maxrss_bytes() / 2**20)
+    return result
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--objects", type=int, default=100_000)
@@ -262,7 +333,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--policy", choices=["Background", "Foreground"])
     parser.add_argument("--workers", type=int, default=20)
     parser.add_argument("--timeout", type=float, default=3600)
+    parser.add_argument(
+        "--graph-only",
+        action="store_true",
+        help="only the graph through the controller's event path (no store, no HTTP): "
+        "e.g. --graph-only --objects 1000000",
+    )
+    parser.add_argument(
+        "--graph-mode", choices=["initial_list", "watch_events"], help=argparse.SUPPRESS
+    )
     args = parser.parse_args(argv)
+    if args.graph_only:
+        if args.graph_mode is None:
+            for how in ("initial_list", "watch_events"):
+                cmd = [sys.executable, __file__, "--graph-only", "--graph-mode", how]
+                subprocess.run([*cmd, "--objects", str(args.objects)], check=True)
+            return
+        print(json.dumps(anyio.run(run_graph_only, args.objects, args.graph_mode)), flush=True)
+        return
     if args.policy is None:
         # One process per policy: peak RSS is per process.
         for policy in ("Background", "Foreground"):

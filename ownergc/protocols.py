@@ -76,11 +76,13 @@ class APIResource:
     verbs: frozenset[str] = frozenset()
     #: True when ``version`` is the group's preferred version.
     preferred: bool = True
+    #: ``group/version``, or just ``version`` for the core group (computed once:
+    #: it is read for every watch event).
+    api_version: str = field(init=False, repr=False, compare=False)
 
-    @property
-    def api_version(self) -> str:
-        """``group/version``, or just ``version`` for the core group."""
-        return f"{self.group}/{self.version}" if self.group else self.version
+    def __post_init__(self) -> None:
+        api_version = f"{self.group}/{self.version}" if self.group else self.version
+        object.__setattr__(self, "api_version", api_version)
 
     @property
     def group_resource(self) -> str:

@@ -310,6 +310,7 @@ class GraphBuilder:
     """
 
     __slots__ = (
+        "_namespaces",
         "_ref_cache",
         "absent_owner_cache",
         "attempt_to_delete",
@@ -322,9 +323,8 @@ class GraphBuilder:
     def __init__(self, absent_owner_cache_size: int = 500) -> None:
         self.uid_to_node = UIDToNode()
         self.absent_owner_cache = AbsentOwnerCache(absent_owner_cache_size)
-        self._ref_cache: dict[
-            str, tuple[dict[str, Any], OwnerReference, tuple[OwnerReference]]
-        ] = {}
+        self._ref_cache: dict[str, _ParsedRef] = {}
+        self._namespaces: dict[str, str] = {}
         self.attempt_to_delete: list[Node] = []
         self.attempt_to_delete_rate_limited: list[Node] = []
         self.attempt_to_orphan: list[Node] = []
@@ -360,8 +360,12 @@ class GraphBuilder:
         raw_refs = get("ownerReferences")
         owners = _NO_OWNERS if raw_refs is None else self._parse_owner_references(raw_refs)
         namespace = get("namespace") or None
-        if namespace is not None and type(namespace) is not str:
-            raise InvalidObject(f"metadata.namespace must be a string, got {namespace!r}")
+        if namespace is not None:
+            if type(namespace) is not str:
+                raise InvalidObject(f"metadata.namespace must be a string, got {namespace!r}")
+            # A cluster has few namespaces and every decoded body its own copy of
+            # the name: keep one string per namespace.
+            namespace = self._namespaces.setdefault(namespace, namespace)
         being_deleted = get("deletionTimestamp") is not None
         raw_finalizers = get("finalizers")
         if raw_finalizers:

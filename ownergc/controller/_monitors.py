@@ -257,19 +257,20 @@ class Monitors:
             uid = metadata_of(obj).get("uid")
             if isinstance(uid, str):
                 seen.add(uid)
-            self._enqueue_change(ObjectChanged(obj, res))
+            self._apply_upsert(mon, obj)
         # Objects the graph holds for this resource that vanished while we were
         # not watching: deliver their deletes (the informer's relist diff).
         av, kind = res.api_version, res.kind
-        for node in list(self.builder.uid_to_node.values()):
-            ident = node.identity
-            if (
-                not node.virtual
-                and ident.kind == kind
-                and ident.api_version == av
-                and ident.uid not in seen
-            ):
-                self._enqueue_change(ObjectDeleted(tombstone(ident), res))
+        vanished = [
+            node.identity
+            for node in self.builder.uid_to_node.values()
+            if node.kind == kind
+            and node.api_version == av
+            and not node.virtual
+            and node.uid not in seen
+        ]
+        for ident in vanished:
+            self._apply_delete(mon, tombstone(ident))
         mon.resource_version = listed.resource_version
         if not mon.synced:
             self._enqueue_change(MonitorSynced(mon))
@@ -301,33 +302,12 @@ class Monitors:
         obj = event.object
         etype = event.type
         if etype == "ADDED" or etype == "MODIFIED":
-            if self._pending_changes:
-                self._enqueue_change(ObjectChanged(obj, mon.resource))
-            else:
-                self.metrics.events_processed += 1
-                self._graph_changes.metrics.adds_total += 1
-                try:
-                    rv = self.builder.process_upsert(
-                        obj, mon.api_version, mon.kind
-                    ).resource_version
-                except Exception as exc:
-                    self._change_failed(mon.resource, exc)
-                    rv = None
-                self._dispatch_if_any()
-                if rv is not None:
-                    mon.resource_version = rv
+            rv = self._apply_upsert(mon, obj)
+            if rv is not None:
+                mon.resource_version = rv
                 return
         elif etype == "DELETED":
-            if self._pending_changes:
-                self._enqueue_change(ObjectDeleted(obj, mon.resource))
-            else:
-                self.metrics.events_processed += 1
-                self._graph_changes.metrics.adds_total += 1
-                try:
-                    self.builder.process_delete(obj, mon.api_version, mon.kind)
-                except Exception as exc:
-                    self._change_failed(mon.resource, exc)
-                self._dispatch_if_any()
+            self._apply_delete(mon, obj)
         elif etype != "BOOKMARK":
             self.log.warning("unknown watch event type %r", etype)
             return
@@ -335,6 +315,34 @@ class Monitors:
         rv = meta.get("resourceVersion") if type(meta) is dict else None
         if type(rv) is str:
             mon.resource_version = rv
+
+    def _apply_upsert(self, mon: Monitor, obj: JSONDict) -> str | None:
+        """Upsert ``obj`` now (returning its resourceVersion) or queue it behind
+        earlier changes (returning None)."""
+        if self._pending_changes:
+            self._enqueue_change(ObjectChanged(obj, mon.resource))
+            return None
+        self.metrics.events_processed += 1
+        self._graph_changes.metrics.adds_total += 1
+        try:
+            rv = self.builder.process_upsert(obj, mon.api_version, mon.kind).resource_version
+        except Exception as exc:
+            self._change_failed(mon.resource, exc)
+            rv = None
+        self._dispatch_if_any()
+        return rv
+
+    def _apply_delete(self, mon: Monitor, obj: JSONDict) -> None:
+        if self._pending_changes:
+            self._enqueue_change(ObjectDeleted(obj, mon.resource))
+            return
+        self.metrics.events_processed += 1
+        self._graph_changes.metrics.adds_total += 1
+        try:
+            self.builder.process_delete(obj, mon.api_version, mon.kind)
+        except Exception as exc:
+            self._change_failed(mon.resource, exc)
+        self._dispatch_if_any()
 
     def _dispatch_if_any(self) -> None:
         builder = self.builder
@@ -367,15 +375,13 @@ class Monitors:
             count = len(batch)
             self.metrics.events_processed += count
             try:
-                while batch:
-                    change = batch.popleft()
+                for change in batch:  # no await inside: nothing else runs meanwhile
                     try:
                         process(change)
                     except Exception as exc:
                         self._change_failed(getattr(change, "resource", None), exc)
-                    finally:
-                        self._pending_changes -= 1
             finally:
+                self._pending_changes -= count
                 queue.done_batch(count)
 
     def _process_graph_change(self, change: GraphChange) -> None:
