@@ -40,6 +40,7 @@ __all__ = [
     "_RETURN_DELETED_OBJECT",
     "_SHORT_NAMES",
     "FacadeState",
+    "RequestCredentials",
     "RequestLogEntry",
     "StoreWrapper",
     "WriteHook",
@@ -109,17 +110,22 @@ _APPLY_PATCH: Final = "application/apply-patch+yaml"
 
 
 class RequestLogEntry(NamedTuple):
-    """One request as the server answered it (``path`` without the query).
-
-    The server authenticates nobody; it records the ``Authorization`` header a
-    client sent so tests can check that credentials (and their refresh) reach it.
-    """
+    """One request as the server answered it (``path`` without the query)."""
 
     method: str
     path: str
     status: int
-    user_agent: str = ""
-    authorization: str = ""
+
+
+class RequestCredentials(NamedTuple):
+    """Who a request said it came from (the entry of :attr:`requests` at the same index).
+
+    The server authenticates nobody; it records what a client sent so tests
+    can check that credentials (and their refresh) reach a server.
+    """
+
+    user_agent: str
+    authorization: str
 
 
 #: Called after every successful write through the API with the verb
@@ -242,6 +248,7 @@ class FacadeState:
     port: int
     url: str
     requests: list[RequestLogEntry]
+    request_credentials: list[RequestCredentials]
     verb_counts: Counter[str]
     write_hooks: list[WriteHook]
     #: What requests are admitted by and watches read through: the store, or a wrapper of it.

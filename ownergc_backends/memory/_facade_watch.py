@@ -57,6 +57,10 @@ class _PumpState:
     resource_version: str = ""
 
 
+#: What writing to a client that went away raises.
+_PEER_GONE = (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
+
+
 class WatchRoutes(DiscoveryRoutes):
     """Serving ``?watch=1`` requests."""
 
@@ -128,7 +132,7 @@ class WatchRoutes(DiscoveryRoutes):
                 with handle.scope:
                     try:
                         dropped = await self._pump_events(plan, writer)
-                    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                    except _PEER_GONE:
                         # The client went away mid-event: an ordinary end of a watch.
                         peer_closed = True
                 tg.cancel_scope.cancel()
@@ -145,7 +149,8 @@ class WatchRoutes(DiscoveryRoutes):
         return _encode({"type": "ERROR", "object": error.to_status()}) + b"\n"
 
     async def _pump_events(self, plan: _WatchPlan, writer: ChunkedWriter) -> bool:
-        """Send the events; True when the connection was lost (see :meth:`_stream_watch`)."""
+        """Send the events; True when the connection is lost (a wrapper of the store
+        dropped it, or the client went away), see :meth:`_stream_watch`."""
         route, target, selector = plan.route, plan.target, plan.filter
         rv = plan.resource_version
         metadata_only = target.kind in ("PartialObjectMetadata", "PartialObjectMetadataList")
@@ -192,7 +197,10 @@ class WatchRoutes(DiscoveryRoutes):
                 except Unavailable:
                     dropped = True
                 except APIError as exc:
-                    await writer.send(self._error_event(exc))
+                    with contextlib.suppress(*_PEER_GONE):
+                        await writer.send(self._error_event(exc))
+                except _PEER_GONE:
+                    dropped = True  # the client went away mid-event
                 tg.cancel_scope.cancel()
         finally:
             # The store's watch is an async generator: close it deterministically.
@@ -234,9 +242,10 @@ class WatchRoutes(DiscoveryRoutes):
 
     async def _send_bookmarks(self, state: _PumpState, writer: ChunkedWriter) -> None:
         """Every ``bookmark_interval`` seconds, a BOOKMARK with the newest version sent."""
-        while True:
-            await anyio.sleep(self.bookmark_interval)
-            await writer.send(self._bookmark(state.plan, state.resource_version))
+        with contextlib.suppress(*_PEER_GONE):  # the event loop notices it too
+            while True:
+                await anyio.sleep(self.bookmark_interval)
+                await writer.send(self._bookmark(state.plan, state.resource_version))
 
     @staticmethod
     def _filtered_type(

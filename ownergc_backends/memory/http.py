@@ -65,6 +65,7 @@ from ._facade_base import (
     _APPLY_PATCH,
     _PATCH_TYPES,
     _RETURN_DELETED_OBJECT,
+    RequestCredentials,
     RequestLogEntry,
     StoreWrapper,
     WriteHook,
@@ -102,6 +103,7 @@ from .store import InMemoryStore
 
 __all__ = [
     "KubeAPIServer",
+    "RequestCredentials",
     "RequestLogEntry",
     "StoreWrapper",
     "WriteHook",
@@ -143,6 +145,7 @@ class KubeAPIServer(ScaleRoutes):
         self.port = port
         self.url = ""
         self.requests: list[RequestLogEntry] = []
+        self.request_credentials: list[RequestCredentials] = []
         self.verb_counts: Counter[str] = Counter()
         self.write_hooks: list[WriteHook] = []
         self._watches: set[_OpenWatch] = set()
@@ -223,13 +226,13 @@ class KubeAPIServer(ScaleRoutes):
                 error_for_status(500, f"internal error: {exc!r}", reason="InternalError")
             )
         if isinstance(result, _WatchPlan):
-            self.requests.append(_log_entry(request, 200))
+            self._log(request, 200)
             _log_request(request, 200, started, "watch opened")
             try:
                 return await self._stream_watch(result, stream, reader) and keep_alive
             finally:
                 _log_request(request, 200, started, "watch closed")
-        self.requests.append(_log_entry(request, result.status))
+        self._log(request, result.status)
         _log_request(request, result.status, started)
         await write_response(
             stream,
@@ -605,6 +608,13 @@ class KubeAPIServer(ScaleRoutes):
 
     # ------------------------------------------------------------------ request log
 
+    def _log(self, request: Request, status: int) -> None:
+        self.requests.append(RequestLogEntry(request.method, request.path, status))
+        headers = request.headers
+        self.request_credentials.append(
+            RequestCredentials(headers.get("user-agent", ""), headers.get("authorization", ""))
+        )
+
     def request_count(self, verb: str | None = None) -> int:
         """Requests served, of one kube verb (see :meth:`inject`) or in total."""
         if verb is None:
@@ -614,6 +624,7 @@ class KubeAPIServer(ScaleRoutes):
     def clear_requests(self) -> None:
         """Forget :attr:`requests` and :attr:`verb_counts` (e.g. after setup)."""
         self.requests.clear()
+        self.request_credentials.clear()
         self.verb_counts.clear()
 
     # ------------------------------------------------------------------ kubeconfig
@@ -643,17 +654,6 @@ class KubeAPIServer(ScaleRoutes):
             tg.start_soon(func, *args)
 
         self._in_loop(start)
-
-
-def _log_entry(request: Request, status: int) -> RequestLogEntry:
-    headers = request.headers
-    return RequestLogEntry(
-        request.method,
-        request.path,
-        status,
-        headers.get("user-agent", ""),
-        headers.get("authorization", ""),
-    )
 
 
 def _log_request(request: Request, status: int, started: float, note: str = "") -> None:

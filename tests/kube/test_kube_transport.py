@@ -37,7 +37,12 @@ async def configmaps_listed(config: dict[str, Any], **options: Any) -> None:
 
 
 def resource_requests(server: KubeAPIServer) -> list[Any]:
-    return [r for r in server.requests if r.path.endswith("/configmaps")]
+    """What the client said about itself on each list of configmaps."""
+    return [
+        said
+        for entry, said in zip(server.requests, server.request_credentials, strict=True)
+        if entry.path.endswith("/configmaps")
+    ]
 
 
 async def test_a_bearer_token_and_the_user_agent_reach_the_server() -> None:

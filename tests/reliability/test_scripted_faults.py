@@ -20,7 +20,11 @@ pytestmark = pytest.mark.anyio
 
 
 def configmap(name: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": "default"},
+    }
 
 
 async def test_delay_next_answers_late_then_normally() -> None:
