@@ -477,6 +477,10 @@ class GraphBuilder:
 
     def process_delete(self, obj: Mapping[str, Any], api_version: str, kind: str) -> None:
         """A Delete from a monitor (tombstones already unwrapped)."""
+        meta = obj.get("metadata") if type(obj) is dict else None
+        uid = meta.get("uid") if type(meta) is dict else None
+        if type(uid) is str and uid not in self.uid_to_node:
+            return  # nothing to do for an object the graph does not hold
         identity = ObjectReference.from_object(obj, api_version=api_version, kind=kind)
         node = self.uid_to_node.get(identity.uid)
         if node is None:
