@@ -18,12 +18,12 @@ import contextlib
 import json
 import os
 from collections.abc import Awaitable, Callable, Sequence
-from types import TracebackType
 from typing import Any, TypeVar
 
 import anyio.to_thread
 import grpc  # type: ignore[import-untyped]
 import grpc.aio  # type: ignore[import-untyped]
+from anyio.abc import AsyncResource
 from cri_api.v1 import api_pb2 as pb
 from cri_api.v1 import api_pb2_grpc as pb_grpc
 
@@ -145,7 +145,7 @@ def _statvfs(path: str) -> tuple[int, int] | None:
     return st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize
 
 
-class CRIRuntime:
+class CRIRuntime(AsyncResource):
     """A :class:`~ownergc.protocols.ContainerRuntime` speaking CRI v1 to ``endpoint``.
 
     Use as ``async with CRIRuntime(...) as rt:`` or call :meth:`aclose`. The
@@ -213,14 +213,6 @@ class CRIRuntime:
     async def __aenter__(self) -> CRIRuntime:
         self._connect()
         return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def version(self) -> tuple[str, str, str]:
         """(runtime name, runtime version, CRI API version): a cheap liveness probe."""

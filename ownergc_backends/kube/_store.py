@@ -31,13 +31,13 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from types import TracebackType
 from typing import Any, Final
 from urllib.parse import quote
 
 import aiohttp
 import anyio
 import orjson  # the kube extra's JSON decoder: the watch/list hot path decodes every body
+from anyio.abc import AsyncResource
 
 from ownergc._kit.ratelimit import TokenBucket
 from ownergc.errors import APIError, BadRequest, ResourceExpired
@@ -115,7 +115,7 @@ def _version() -> str:
         return "dev"
 
 
-class KubeStore:
+class KubeStore(AsyncResource):
     """An ObjectStore over a Kubernetes apiserver, via ``kubernetes.aio``.
 
     Create it with :meth:`from_kubeconfig`, :meth:`from_config` (kubeconfig,
@@ -233,17 +233,6 @@ class KubeStore:
         await self._transport.close()
         if self._owns_client:
             await self._api.close()
-
-    async def __aenter__(self) -> KubeStore:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     # -- counters ----------------------------------------------------------
 
