@@ -39,6 +39,20 @@ SERVER_VERSION: Final[dict[str, str]] = {
 }
 
 
+_UNIT_SECONDS: Final = {"s": 1, "m": 60, "h": 3600, "d": 86400, "y": 365 * 86400}
+#: (below this many seconds: the unit shown, and the smaller one shown beside it)
+_AGE_LADDER: Final = (
+    (120, "s", None),
+    (10 * 60, "m", "s"),
+    (180 * 60, "m", None),
+    (8 * 3600, "h", "m"),
+    (48 * 3600, "h", None),
+    (8 * 86400, "d", "h"),
+    (2 * 365 * 86400, "d", None),
+    (8 * 365 * 86400, "y", "d"),
+)
+
+
 def _human_duration(seconds: float) -> str:
     """apimachinery's ``duration.HumanDuration``, for the Age column."""
     s = int(seconds)
@@ -46,29 +60,14 @@ def _human_duration(seconds: float) -> str:
         return "<invalid>"
     if s < 0:
         return "0s"
-    if s < 120:
-        return f"{s}s"
-    minutes = s // 60
-    if minutes < 10:
-        rest = s % 60
-        return f"{minutes}m{rest}s" if rest else f"{minutes}m"
-    if minutes < 180:
-        return f"{minutes}m"
-    hours = s // 3600
-    if hours < 8:
-        rest = minutes % 60
-        return f"{hours}h{rest}m" if rest else f"{hours}h"
-    if hours < 48:
-        return f"{hours}h"
-    if hours < 24 * 8:
-        rest = hours % 24
-        return f"{hours // 24}d{rest}h" if rest else f"{hours // 24}d"
-    if hours < 24 * 365 * 2:
-        return f"{hours // 24}d"
-    if hours < 24 * 365 * 8:
-        rest = (hours // 24) % 365
-        return f"{hours // 24 // 365}y{rest}d" if rest else f"{hours // 24 // 365}y"
-    return f"{hours // 24 // 365}y"
+    unit, smaller = next(
+        ((unit, smaller) for limit, unit, smaller in _AGE_LADDER if s < limit), ("y", None)
+    )
+    big = s // _UNIT_SECONDS[unit]
+    if smaller is None:
+        return f"{big}{unit}"
+    rest = (s // _UNIT_SECONDS[smaller]) % (_UNIT_SECONDS[unit] // _UNIT_SECONDS[smaller])
+    return f"{big}{unit}{rest}{smaller}" if rest else f"{big}{unit}"
 
 
 def _age(meta: JSONDict) -> str:
