@@ -233,12 +233,19 @@ def _resolve_parent(doc: Any, tokens: list[str], pointer: str) -> Any:
     return node
 
 
-def _get(doc: Any, pointer: str) -> Any:
+def _target(doc: Any, pointer: str) -> tuple[Any, str] | None:
+    """The container holding what ``pointer`` names, and its last token (None: the root)."""
     tokens = _parse_pointer(pointer)
     if not tokens:
+        return None
+    return _resolve_parent(doc, tokens, pointer), tokens[-1]
+
+
+def _get(doc: Any, pointer: str) -> Any:
+    target = _target(doc, pointer)
+    if target is None:
         return doc
-    parent = _resolve_parent(doc, tokens, pointer)
-    last = tokens[-1]
+    parent, last = target
     if isinstance(parent, dict):
         if last not in parent:
             raise PatchError(f"path {pointer!r} does not exist", 422)
@@ -249,11 +256,10 @@ def _get(doc: Any, pointer: str) -> Any:
 
 
 def _add(doc: Any, pointer: str, value: Any) -> Any:
-    tokens = _parse_pointer(pointer)
-    if not tokens:
+    target = _target(doc, pointer)
+    if target is None:
         return value
-    parent = _resolve_parent(doc, tokens, pointer)
-    last = tokens[-1]
+    parent, last = target
     if isinstance(parent, dict):
         parent[last] = value
     elif isinstance(parent, list):
@@ -264,11 +270,10 @@ def _add(doc: Any, pointer: str, value: Any) -> Any:
 
 
 def _remove(doc: Any, pointer: str) -> tuple[Any, Any]:
-    tokens = _parse_pointer(pointer)
-    if not tokens:
+    target = _target(doc, pointer)
+    if target is None:
         raise PatchError("cannot remove the whole document", 422)
-    parent = _resolve_parent(doc, tokens, pointer)
-    last = tokens[-1]
+    parent, last = target
     if isinstance(parent, dict):
         if last not in parent:
             raise PatchError(f"cannot remove {pointer!r}: path does not exist", 422)
