@@ -145,13 +145,18 @@ class StoreCore:
         return _invalid(storage.spec.kind, name, errors, storage.spec.group)
 
     @staticmethod
-    def _body(value: Any, what: str) -> JSONDict:
+    def _json(value: Any, what: str) -> Any:
+        """``value`` if it is plain JSON, else the 400 the apiserver answers."""
         try:
-            body = check_json(value)
+            return check_json(value)
         except PatchError as exc:
             raise BadRequest(
                 f"{what} is not valid JSON: {exc.message}", reason="BadRequest"
             ) from None
+
+    @classmethod
+    def _body(cls, value: Any, what: str) -> JSONDict:
+        body = cls._json(value, what)
         if not isinstance(body, dict):
             raise BadRequest(f"{what} must be a JSON object, got {value!r}", reason="BadRequest")
         return body

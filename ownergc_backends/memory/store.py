@@ -73,7 +73,6 @@ from ._patch import (
     apply_json_merge_patch,
     apply_json_patch,
     apply_strategic_merge_patch,
-    check_json,
 )
 from ._resources import BUILTIN_RESOURCES
 from ._writes import StoreWrites
@@ -487,12 +486,7 @@ class InMemoryStore(StoreWrites):
                 f"the body of the request was in an unknown format: {patch_type!r}",
                 reason="UnsupportedMediaType",
             ) from None
-        try:
-            document = check_json(patch)
-        except PatchError as exc:
-            raise BadRequest(
-                f"the patch is not valid JSON: {exc.message}", reason="BadRequest"
-            ) from None
+        document = self._json(patch, "the patch")
         with self._write() as wake:
             storage = self._storage(resource)
             self._check_verb(storage, "patch")
