@@ -61,9 +61,9 @@ def attach_refresh(loader: Any, configuration: Any) -> None:
     """
     user = getattr(loader, "_user", None)
     if not user:
-        return
+        return  # (a client version without these loader internals keeps its own behaviour)
     lock = anyio.Lock()
-    if "exec" in user:
+    if "exec" in user and hasattr(loader, "load_from_exec_plugin"):
 
         async def refresh_exec(config: Any) -> None:
             if not _expired(getattr(loader, "exec_plugin_expiry", None)):
@@ -76,7 +76,7 @@ def attach_refresh(loader: Any, configuration: Any) -> None:
                     config.api_key["BearerToken"] = loader.token
 
         configuration.refresh_api_key_hook = refresh_exec
-    elif "tokenFile" in user:
+    elif "tokenFile" in user and hasattr(loader, "_load_user_token"):
         read_at = [time.monotonic()]
 
         def refresh_token_file(config: Any) -> None:

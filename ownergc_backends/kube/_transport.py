@@ -55,14 +55,22 @@ class Transport:
         """The pool, created on first use (inside the running event loop)."""
         if self._session is None:
             self._session = aiohttp.ClientSession(
-                # The client's connector carries its TLS context (CA, client cert).
-                connector=self._api.rest_client._create_connector(),
+                connector=self._connector(),
                 trust_env=False,
                 # Watch events (a whole object each) can exceed aiohttp's default buffer.
                 read_bufsize=2**21,
                 headers=dict(self._api.default_headers),
             )
         return self._session
+
+    def _connector(self) -> aiohttp.TCPConnector:
+        """A connector with the client's TLS context (CA, client certificate, verify)."""
+        rest = self._api.rest_client
+        make = getattr(rest, "_create_connector", None)  # the client's documented override
+        if make is not None:
+            connector: aiohttp.TCPConnector = make()
+            return connector
+        return aiohttp.TCPConnector(limit=0, ssl=rest.ssl_context)
 
     async def _authorization(self) -> str | None:
         """The bearer token, refreshed by the client's hook when it expires."""
