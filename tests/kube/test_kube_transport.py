@@ -149,12 +149,14 @@ async def test_a_token_file_is_read_again(tmp_path: Path, monkeypatch: pytest.Mo
 async def test_without_the_clients_connector_factory_requests_still_go_out() -> None:
     """Another client version may lack ``_create_connector``: an unlimited pool on the
     client's ssl context serves instead."""
-    async with served(InMemoryStore()) as server:
-        async with await KubeStore.from_kubeconfig_dict(server.kubeconfig(), qps=0) as kube:
-            kube._api.rest_client._create_connector = None
-            configmaps = next(
-                r for r in (await kube.discover()).resources if r.resource == "configmaps"
-            )
-            assert (await kube.list(configmaps)).items == []
-            connector = kube._transport.session.connector
-            assert connector is not None and connector.limit == 0
+    async with (
+        served(InMemoryStore()) as server,
+        await KubeStore.from_kubeconfig_dict(server.kubeconfig(), qps=0) as kube,
+    ):
+        kube._api.rest_client._create_connector = None
+        configmaps = next(
+            r for r in (await kube.discover()).resources if r.resource == "configmaps"
+        )
+        assert (await kube.list(configmaps)).items == []
+        connector = kube._transport.session.connector
+        assert connector is not None and connector.limit == 0
