@@ -303,7 +303,7 @@ class Monitors:
         etype = event.type
         if etype == "ADDED" or etype == "MODIFIED":
             rv = self._apply_upsert(mon, obj)
-            if rv is not None:
+            if type(rv) is str:
                 mon.resource_version = rv
                 return
         elif etype == "DELETED":
@@ -316,19 +316,19 @@ class Monitors:
         if type(rv) is str:
             mon.resource_version = rv
 
-    def _apply_upsert(self, mon: Monitor, obj: JSONDict) -> str | None:
-        """Upsert ``obj`` now (returning its resourceVersion) or queue it behind
-        earlier changes (returning None)."""
+    def _apply_upsert(self, mon: Monitor, obj: JSONDict) -> object:
+        """Upsert ``obj`` now (returning the resourceVersion the node keeps, as
+        observed) or queue it behind earlier changes (returning None)."""
         if self._pending_changes:
             self._enqueue_change(ObjectChanged(obj, mon.resource))
             return None
         self.metrics.events_processed += 1
         self._graph_changes.metrics.adds_total += 1
+        rv: object = None
         try:
             rv = self.builder.process_upsert(obj, mon.api_version, mon.kind).resource_version
         except Exception as exc:
             self._change_failed(mon.resource, exc)
-            rv = None
         self._dispatch_if_any()
         return rv
 

@@ -117,3 +117,47 @@ async def test_discovery_failure_of_one_group_keeps_the_rest_working() -> None:
         await settle(gc)
         assert not exists(store, dep)
         assert gc.metrics.resources_sync_errors >= 1
+
+
+def _secret(name: str, uid: str, rv: object) -> dict[str, object]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": "default", "uid": uid, "resourceVersion": rv},
+    }
+
+
+async def test_watch_events_apply_at_once_or_queue_behind_earlier_changes() -> None:
+    """The graph-changes queue keeps arrival order: an event applies at once only
+    when nothing waits in it, and the monitor's resourceVersion only takes strings."""
+    from ownergc import ObjectReference
+    from ownergc.controller import GarbageCollector
+    from ownergc.controller._monitors import Monitor, VirtualDeleted
+    from ownergc.protocols import APIResource, WatchEvent
+
+    gc = GarbageCollector(InMemoryStore())
+    secrets = APIResource("", "v1", "secrets", "Secret", True, frozenset({"list", "watch"}))
+    mon = Monitor(secrets, anyio.CancelScope())
+
+    gc._on_watch_event(mon, WatchEvent("ADDED", _secret("a", "uid-a", "5")))
+    assert "uid-a" in gc.uid_to_node and mon.resource_version == "5"  # applied at once
+
+    gc._on_watch_event(mon, WatchEvent("MODIFIED", _secret("a", "uid-a", 7)))
+    assert mon.resource_version == "5"  # a non-string version is not watched from
+
+    gc._on_watch_event(mon, WatchEvent("ADDED", {"metadata": {"resourceVersion": "8"}}))
+    assert gc.metrics.errors == 1 and mon.resource_version == "8"  # malformed: counted
+
+    # A change waits in the queue: the next events queue behind it, in order.
+    gc._enqueue_change(VirtualDeleted(ObjectReference("v1", "Secret", "x", "uid-x", "default")))
+    gc._on_watch_event(mon, WatchEvent("ADDED", _secret("b", "uid-b", "9")))
+    gc._on_watch_event(mon, WatchEvent("DELETED", _secret("a", "uid-a", "10")))
+    assert "uid-b" not in gc.uid_to_node and "uid-a" in gc.uid_to_node
+    assert mon.resource_version == "10"
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(gc._graph_builder_loop)
+        with anyio.fail_after(5):
+            while gc._pending_changes:
+                await anyio.sleep(0)
+        tg.cancel_scope.cancel()
+    assert "uid-b" in gc.uid_to_node and "uid-a" not in gc.uid_to_node
