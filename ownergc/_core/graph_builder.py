@@ -61,8 +61,9 @@ __all__ = [
 _NO_OWNERS: tuple[OwnerReference, ...] = ()
 #: Parsed owner references kept for reuse by siblings (cleared when full).
 _REF_CACHE_SIZE = 65536
-#: (the entry first seen for an owner uid, its parse, that parse alone in a tuple)
-_ParsedRef = tuple[dict[str, Any], OwnerReference, tuple[OwnerReference]]
+#: (the entry first seen for an owner uid, its parse, that parse alone in a tuple,
+#: and the parse's ``controller`` and ``block_owner_deletion``)
+_ParsedRef = tuple[dict[str, Any], OwnerReference, tuple[OwnerReference], bool | None, bool | None]
 
 
 class _FromGraph:
@@ -358,7 +359,22 @@ class GraphBuilder:
         if type(uid) is not str or not uid or type(name) is not str or not name:
             raise InvalidObject(f"{kind} object without usable metadata.uid/name: {dict(meta)!r}")
         raw_refs = get("ownerReferences")
-        owners = _NO_OWNERS if raw_refs is None else self._parse_owner_references(raw_refs)
+        owners: tuple[OwnerReference, ...]
+        if raw_refs is None:
+            owners = _NO_OWNERS
+        elif (
+            # _parsed's cache hit, inlined for the common single entry (a sibling's)
+            type(raw_refs) is list
+            and len(raw_refs) == 1
+            and type(entry := raw_refs[0]) is dict
+            and (hit := self._ref_cache.get(entry.get("uid"))) is not None  # type: ignore[arg-type]
+            and entry == hit[0]
+            and entry.get("controller") is hit[3]
+            and entry.get("blockOwnerDeletion") is hit[4]
+        ):
+            owners = hit[2]
+        else:
+            owners = self._parse_owner_references(raw_refs)
         namespace = get("namespace") or None
         if namespace is not None:
             if type(namespace) is not str:
@@ -385,6 +401,26 @@ class GraphBuilder:
             )
             graph[uid] = node
             if owners:
+                if len(owners) == 1:
+                    # _add_dependent_to_owners, inlined for one owner already observed in
+                    # this namespace under these coordinates and not deleting dependents
+                    # (nothing to flag or enqueue: the set just gains the node).
+                    ref = owners[0]
+                    owner = graph.get(ref.uid)
+                    if (
+                        owner is not None
+                        and owner.namespace == namespace
+                        and not owner.deleting_dependents
+                        and ref.name == owner.name
+                        and ref.kind == owner.kind
+                        and ref.api_version == owner.api_version
+                    ):
+                        deps = owner.dependents
+                        if type(deps) is set:
+                            deps.add(node)
+                        else:
+                            owner.dependents = {node}
+                        return node
                 self._add_dependent_to_owners(node, owners)
             return node
         old_state: tuple[bool, Any] | None
@@ -460,19 +496,19 @@ class GraphBuilder:
         if type(entry) is dict:
             hit = cache.get(entry.get("uid"))  # type: ignore[arg-type]
             if hit is not None:
-                seen, ref, alone = hit
+                seen, ref, alone, controller, block = hit
                 if (
                     entry == seen
                     # == takes True for 1; the parse would not (booleans only).
-                    and entry.get("controller") is ref.controller
-                    and entry.get("blockOwnerDeletion") is ref.block_owner_deletion
+                    and entry.get("controller") is controller
+                    and entry.get("blockOwnerDeletion") is block
                 ):
                     return ref, alone
         ref = OwnerReference.from_dict(entry)
         if len(cache) >= _REF_CACHE_SIZE:
             cache.clear()
         alone = (ref,)
-        cache[ref.uid] = (dict(entry), ref, alone)
+        cache[ref.uid] = (dict(entry), ref, alone, ref.controller, ref.block_owner_deletion)
         return ref, alone
 
     def process_delete(self, obj: Mapping[str, Any], api_version: str, kind: str) -> None:

@@ -324,12 +324,19 @@ class Monitors:
             return None
         self.metrics.events_processed += 1
         self._graph_changes.metrics.adds_total += 1
+        builder = self.builder
         rv: object = None
         try:
-            rv = self.builder.process_upsert(obj, mon.api_version, mon.kind).resource_version
+            rv = builder.process_upsert(obj, mon.api_version, mon.kind).resource_version
         except Exception as exc:
             self._change_failed(mon.resource, exc)
-        self._dispatch_if_any()
+        if (  # _dispatch_if_any, inlined: once per watch event
+            builder.attempt_to_delete
+            or builder.attempt_to_delete_rate_limited
+            or builder.attempt_to_orphan
+            or builder.events
+        ):
+            self._dispatch_builder_outputs()
         return rv
 
     def _apply_delete(self, mon: Monitor, obj: JSONDict) -> None:

@@ -1,0 +1,112 @@
+"""The add path of a dependent whose owner is already in the graph (issue 11).
+
+Most objects of a cluster are siblings: pods of one ReplicaSet, each carrying
+the same single owner reference. The builder takes a short path for them (the
+reference reused from the first sibling's parse, the node linked straight into
+its owner's dependents); these tests pin that the short path sees everything
+the full rules see, for the first dependent of an owner and for its siblings.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ownergc import GraphBuilder
+from ownergc.errors import InvalidOwnerReference
+from tests.core.core_factories import FG, name_for, obj, ref, uids, upsert
+
+SIBLINGS = ("d1", "d2", "d3")
+
+
+def _owner_ref(**kw: Any) -> Any:
+    return ref("o", kind="ReplicaSet", api_version="apps/v1", block=True, ctrl=True, **kw)
+
+
+def _add_owner(b: GraphBuilder, **kw: Any) -> None:
+    upsert(b, "o", av="apps/v1", kind="ReplicaSet", **kw)
+
+
+def test_siblings_share_one_parsed_reference_and_are_linked() -> None:
+    b = GraphBuilder()
+    _add_owner(b, ns="ns1")
+    nodes = [upsert(b, uid, [_owner_ref()], ns="ns1") for uid in SIBLINGS]
+    assert all(node.owners is nodes[0].owners for node in nodes)
+    assert {d.uid for d in b.uid_to_node["o"].dependents} == set(SIBLINGS)
+    assert b.drain() == ([], [], [], [])
+
+
+@pytest.mark.parametrize("field", ["controller", "blockOwnerDeletion"])
+@pytest.mark.parametrize("value", [1, 1.0])
+def test_sibling_with_a_number_for_a_boolean_is_refused(field: str, value: Any) -> None:
+    """``1 == True``: a sibling's entry equal to the cached one except for the type of a
+    flag must still be refused, as parsing it would be."""
+    b = GraphBuilder()
+    _add_owner(b)
+    upsert(b, "d1", [_owner_ref()])
+    body = obj("d2", [_owner_ref()])
+    body["metadata"]["ownerReferences"][0][field] = value
+    with pytest.raises(InvalidOwnerReference):
+        b.process_upsert(body, "v1", "Pod")
+    assert "d2" not in b.uid_to_node
+
+
+def test_dependents_observed_while_the_owner_deletes_foreground_are_enqueued() -> None:
+    b = GraphBuilder()
+    _add_owner(b, deleting=True, finalizers=[FG])
+    b.drain()
+    for uid in SIBLINGS:
+        upsert(b, uid, [_owner_ref()])
+        assert uids(b.drain()[0]) == [uid]
+
+
+def test_siblings_in_another_namespace_than_the_owner_are_flagged() -> None:
+    b = GraphBuilder()
+    _add_owner(b, ns="ns1")
+    for uid in SIBLINGS:
+        upsert(b, uid, [_owner_ref()], ns="ns2")
+        to_delete, _, _, events = b.drain()
+        assert uids(to_delete) == [uid]
+        assert [e.reason for e in events] == ["OwnerRefInvalidNamespace"]
+
+
+def test_cluster_scoped_owner_of_namespaced_siblings_is_not_flagged() -> None:
+    b = GraphBuilder()
+    _add_owner(b)
+    for uid in SIBLINGS:
+        upsert(b, uid, [_owner_ref()], ns="ns1")
+        assert b.drain() == ([], [], [], [])
+
+
+@pytest.mark.parametrize(
+    "coordinates",
+    [
+        ("apps/v1", "ReplicaSet", "other"),
+        ("apps/v1", "Deployment", name_for("o")),
+        ("apps/v2", "ReplicaSet", name_for("o")),
+    ],
+)
+def test_siblings_naming_the_owner_uid_with_other_coordinates_are_flagged(
+    coordinates: tuple[str, str, str],
+) -> None:
+    api_version, kind, name = coordinates
+    b = GraphBuilder()
+    _add_owner(b, ns="ns1")
+    wrong = ref("o", name, kind=kind, api_version=api_version, block=True, ctrl=True)
+    for uid in SIBLINGS:
+        upsert(b, uid, [wrong], ns="ns1")
+        to_delete, _, _, events = b.drain()
+        assert uids(to_delete) == [uid]
+        assert events == []
+
+
+def test_siblings_of_a_virtual_owner_in_their_namespace_are_not_flagged() -> None:
+    b = GraphBuilder()
+    upsert(b, "d1", [_owner_ref()], ns="ns1")
+    assert uids(b.drain()[0]) == ["o"]  # the virtual owner, to be verified
+    for uid in SIBLINGS[1:]:
+        upsert(b, uid, [_owner_ref()], ns="ns1")
+        assert b.drain() == ([], [], [], [])
+    assert b.uid_to_node["o"].virtual
+    assert {d.uid for d in b.uid_to_node["o"].dependents} == set(SIBLINGS)
