@@ -180,6 +180,7 @@ _set_identity_fields = tuple(
     vars(ObjectReference)[f].__set__ for f in ("api_version", "kind", "name", "uid", "namespace")
 )
 _new_object = object.__new__
+_NO_IDENTITY = ObjectReference("", "", "", "", None)
 
 
 def new_identity(
@@ -211,26 +212,30 @@ def new_node(
     finalizers: tuple[str, ...],
 ) -> Node:
     """A node for an observed object (the graph builder's hot path)."""
+    node: Node
     if COMPILED:
-        return Node(
-            ObjectReference(api_version, kind, name, uid, namespace),
+        # Native classes construct only through __init__; a shared placeholder
+        # identity, overwritten below, spares building an ObjectReference per node.
+        node = Node(
+            _NO_IDENTITY,
             owners,
             being_deleted=being_deleted,
             deleting_dependents=deleting_dependents,
             resource_version=resource_version,
             finalizers=finalizers,
         )
-    node: Node = _new_object(Node)
+    else:
+        node = _new_object(Node)
+        node.owners = owners
+        node.dependents = NO_DEPENDENTS
+        node.being_deleted = being_deleted
+        node.deleting_dependents = deleting_dependents
+        node.virtual = False
+        node.resource_version = resource_version
+        node.finalizers = finalizers
     node.api_version = api_version
     node.kind = kind
     node.name = name
     node.uid = uid
     node.namespace = namespace
-    node.owners = owners
-    node.dependents = NO_DEPENDENTS
-    node.being_deleted = being_deleted
-    node.deleting_dependents = deleting_dependents
-    node.virtual = False
-    node.resource_version = resource_version
-    node.finalizers = finalizers
     return node

@@ -348,17 +348,21 @@ class GraphBuilder:
         event (relist) does not restart an orphan or foreground deletion.
         """
         try:
-            meta = obj.get("metadata")
+            raw_meta = obj.get("metadata")
         except AttributeError:
             raise InvalidObject(f"{kind} object must be a JSON object, got {obj!r}") from None
-        if type(meta) is not dict and not isinstance(meta, Mapping):
+        meta: dict[str, Any]
+        if type(raw_meta) is dict:
+            meta = raw_meta
+        elif isinstance(raw_meta, Mapping):
+            meta = dict(raw_meta)  # read as a dict: one path, and direct dict calls compiled
+        else:
             raise InvalidObject(f"{kind} object without metadata: {obj!r}")
-        get = meta.get
-        uid = get("uid")
-        name = get("name")
+        uid = meta.get("uid")
+        name = meta.get("name")
         if type(uid) is not str or not uid or type(name) is not str or not name:
             raise InvalidObject(f"{kind} object without usable metadata.uid/name: {dict(meta)!r}")
-        raw_refs = get("ownerReferences")
+        raw_refs = meta.get("ownerReferences")
         owners: tuple[OwnerReference, ...]
         if raw_refs is None:
             owners = _NO_OWNERS
@@ -375,22 +379,22 @@ class GraphBuilder:
             owners = hit[2]
         else:
             owners = self._parse_owner_references(raw_refs)
-        namespace = get("namespace") or None
+        namespace = meta.get("namespace") or None
         if namespace is not None:
             if type(namespace) is not str:
                 raise InvalidObject(f"metadata.namespace must be a string, got {namespace!r}")
             # A cluster has few namespaces and every decoded body its own copy of
             # the name: keep one string per namespace.
             namespace = self._namespaces.setdefault(namespace, namespace)
-        being_deleted = get("deletionTimestamp") is not None
-        raw_finalizers = get("finalizers")
+        being_deleted = meta.get("deletionTimestamp") is not None
+        raw_finalizers = meta.get("finalizers")
         if raw_finalizers:
             if type(raw_finalizers) is not list:
                 raise InvalidObject(f"metadata.finalizers must be a list, got {raw_finalizers!r}")
             finalizers: tuple[str, ...] = tuple(raw_finalizers)
         else:
             finalizers = ()
-        rv = get("resourceVersion")
+        rv = meta.get("resourceVersion")
 
         graph = self.uid_to_node
         node = graph.get(uid)
