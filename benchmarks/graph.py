@@ -22,12 +22,17 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import sys
 import time
 import tracemalloc
 import uuid
+from pathlib import Path
 from typing import Any
 
 import anyio
+
+# Measure the checkout this file is in, not whatever `ownergc` is installed.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ownergc import GraphBuilder
 from ownergc.controller import GarbageCollector, WorkQueue

@@ -172,7 +172,11 @@ class ObjectReference:
 
 def metadata_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     """``obj['metadata']``, checked to be a mapping."""
-    if not isinstance(obj, Mapping):
+    if type(obj) is dict:  # what decoders hand over: spare the ABC checks
+        meta = obj.get("metadata")
+        if type(meta) is dict:
+            return meta
+    elif not isinstance(obj, Mapping):
         raise InvalidObject(f"object must be a JSON object, got {type(obj).__name__}")
     meta = obj.get("metadata")
     if meta is None:

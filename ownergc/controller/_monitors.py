@@ -273,7 +273,14 @@ class Monitors:
             self._apply_delete(mon, tombstone(ident))
         mon.resource_version = listed.resource_version
         if not mon.synced:
-            self._enqueue_change(MonitorSynced(mon))
+            # Marked now when nothing waits, as changes are: a queued marker would
+            # queue every later monitor's whole first list behind it.
+            if self._pending_changes:
+                self._enqueue_change(MonitorSynced(mon))
+            else:
+                self.metrics.events_processed += 1
+                self._graph_changes.metrics.adds_total += 1
+                self._process_graph_change(MonitorSynced(mon))
 
     async def _watch(self, mon: Monitor) -> None:
         assert mon.resource_version is not None

@@ -161,3 +161,51 @@ async def test_watch_events_apply_at_once_or_queue_behind_earlier_changes() -> N
                 await anyio.sleep(0)
         tg.cancel_scope.cancel()
     assert "uid-b" in gc.uid_to_node and "uid-a" not in gc.uid_to_node
+
+
+class _ListingStore(InMemoryStore):
+    """Answers each monitor's first list with the objects given for its kind."""
+
+    def __init__(self, items: dict[str, list[dict[str, object]]]) -> None:
+        super().__init__()
+        self._items = items
+
+    async def list(self, resource, **kw):  # type: ignore[no-untyped-def,override]
+        from ownergc.protocols import ObjectList
+
+        return ObjectList(items=self._items.get(resource.kind, []), resource_version="3")
+
+
+async def test_first_list_marks_its_monitor_synced_at_once_or_behind_earlier_changes() -> None:
+    """A monitor's synced marker follows the graph-changes queue's rule: applied when
+    its list is, unless changes wait, and then behind them (so a second monitor's
+    first list is not queued behind the first one's marker)."""
+    from ownergc import ObjectReference
+    from ownergc.controller import GarbageCollector
+    from ownergc.controller._monitors import Monitor, VirtualDeleted
+    from ownergc.protocols import APIResource
+
+    verbs = frozenset({"list", "watch", "delete"})
+    secrets = APIResource("", "v1", "secrets", "Secret", True, verbs)
+    maps = APIResource("", "v1", "configmaps", "ConfigMap", True, verbs)
+    store = _ListingStore({"Secret": [_secret("a", "uid-a", "1")], "ConfigMap": []})
+    gc = GarbageCollector(store)
+    mons = [Monitor(res, anyio.CancelScope()) for res in (secrets, maps)]
+    gc._monitors = {mon.resource: mon for mon in mons}
+
+    await gc._relist(mons[0])
+    assert mons[0].synced and not gc._pending_changes and not gc._synced.is_set()
+    assert "uid-a" in gc.uid_to_node
+    processed = gc.metrics.events_processed
+    assert processed == 2  # the object and the marker, as the queue would count them
+
+    gc._enqueue_change(VirtualDeleted(ObjectReference("v1", "Secret", "x", "uid-x", "default")))
+    await gc._relist(mons[1])
+    assert not mons[1].synced and gc._pending_changes == 2  # behind the waiting change
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(gc._graph_builder_loop)
+        with anyio.fail_after(5):
+            while gc._pending_changes:
+                await anyio.sleep(0)
+        tg.cancel_scope.cancel()
+    assert mons[1].synced and gc._synced.is_set()
