@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 import pytest
 
@@ -127,6 +129,16 @@ def _secret(name: str, uid: str, rv: object) -> dict[str, object]:
     }
 
 
+async def _apply_queued_changes(gc: Any) -> None:
+    """Run the graph builder loop until the graph-changes queue is empty."""
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(gc._graph_builder_loop)
+        with anyio.fail_after(5):
+            while gc._pending_changes:
+                await anyio.sleep(0)
+        tg.cancel_scope.cancel()
+
+
 async def test_watch_events_apply_at_once_or_queue_behind_earlier_changes() -> None:
     """The graph-changes queue keeps arrival order: an event applies at once only
     when nothing waits in it, and the monitor's resourceVersion only takes strings."""
@@ -154,12 +166,7 @@ async def test_watch_events_apply_at_once_or_queue_behind_earlier_changes() -> N
     gc._on_watch_event(mon, WatchEvent("DELETED", _secret("a", "uid-a", "10")))
     assert "uid-b" not in gc.uid_to_node and "uid-a" in gc.uid_to_node
     assert mon.resource_version == "10"
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(gc._graph_builder_loop)
-        with anyio.fail_after(5):
-            while gc._pending_changes:
-                await anyio.sleep(0)
-        tg.cancel_scope.cancel()
+    await _apply_queued_changes(gc)
     assert "uid-b" in gc.uid_to_node and "uid-a" not in gc.uid_to_node
 
 
@@ -196,16 +203,10 @@ async def test_first_list_marks_its_monitor_synced_at_once_or_behind_earlier_cha
     await gc._relist(mons[0])
     assert mons[0].synced and not gc._pending_changes and not gc._synced.is_set()
     assert "uid-a" in gc.uid_to_node
-    processed = gc.metrics.events_processed
-    assert processed == 2  # the object and the marker, as the queue would count them
+    assert gc.metrics.events_processed == 2  # the object and the marker, counted as queued
 
     gc._enqueue_change(VirtualDeleted(ObjectReference("v1", "Secret", "x", "uid-x", "default")))
     await gc._relist(mons[1])
     assert not mons[1].synced and gc._pending_changes == 2  # behind the waiting change
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(gc._graph_builder_loop)
-        with anyio.fail_after(5):
-            while gc._pending_changes:
-                await anyio.sleep(0)
-        tg.cancel_scope.cancel()
+    await _apply_queued_changes(gc)
     assert mons[1].synced and gc._synced.is_set()
