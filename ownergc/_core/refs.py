@@ -53,7 +53,7 @@ class OwnerReference:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> OwnerReference:
         """Parse the Kubernetes JSON form; raise InvalidOwnerReference when unusable."""
-        if not isinstance(data, Mapping):
+        if type(data) is not dict and not isinstance(data, Mapping):
             raise InvalidOwnerReference(
                 f"ownerReferences entry must be an object, got {type(data).__name__}"
             )
@@ -172,12 +172,13 @@ class ObjectReference:
 
 def metadata_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     """``obj['metadata']``, checked to be a mapping."""
-    if not isinstance(obj, Mapping):
+    # ``type(...) is dict`` first: decoded JSON is dicts, and the ABC check costs more.
+    if type(obj) is not dict and not isinstance(obj, Mapping):
         raise InvalidObject(f"object must be a JSON object, got {type(obj).__name__}")
     meta = obj.get("metadata")
     if meta is None:
         return {}
-    if not isinstance(meta, Mapping):
+    if type(meta) is not dict and not isinstance(meta, Mapping):
         raise InvalidObject(f"metadata must be a JSON object, got {type(meta).__name__}")
     return meta
 

@@ -522,20 +522,20 @@ class KubeStore(AsyncResource):
             ("allowWatchBookmarks", "true"),
             ("resourceVersion", resource_version),
         ]
-        sock_read: float | None = None
+        total: float | None = None
         if timeout_seconds is not None and timeout_seconds > 0:
             query.append(("timeoutSeconds", str(max(1, math.ceil(timeout_seconds)))))
             # A server that forgets to close the stream must not hang us forever.
-            sock_read = timeout_seconds + 30.0
+            # One deadline for the whole stream, not a read timeout, which aiohttp
+            # re-arms (a timer cancelled and scheduled) on every chunk of events.
+            total = timeout_seconds + 30.0
         resp = await self._send(
             "watch",
             "GET",
             path,
             query=query,
             accept=OBJECT_ACCEPT if metadata_only else JSON,
-            stream=aiohttp.ClientTimeout(
-                total=None, sock_connect=self.request_timeout, sock_read=sock_read
-            ),
+            stream=aiohttp.ClientTimeout(total=total, sock_connect=self.request_timeout),
         )
         assert isinstance(resp, aiohttp.ClientResponse)
         try:
