@@ -297,7 +297,8 @@ class HTTP1Pool:
         body: bytes | None,
         timeout: float | None,
     ) -> Response:
-        """Send one request and read its whole answer within ``timeout`` seconds."""
+        """Send one request and read its whole answer within ``timeout`` seconds
+        (connecting included)."""
         if _UNSAFE_TARGET(target):
             raise ValueError(f"unsafe characters in the request target {target[:80]!r}")
         head = [f"{method} {target} HTTP/1.1\r\n", self._fixed_head]
@@ -312,11 +313,18 @@ class HTTP1Pool:
         if body:
             data += body
         retry_stale = method != "POST"
+        deadline = None if timeout is None else self._loop.time() + timeout
         while True:
             reused = bool(self._idle)
-            conn = self._idle.pop() if reused else await self._connect()
+            if reused:
+                conn = self._idle.pop()
+            elif deadline is None:
+                conn = await self._connect()
+            else:  # connecting (and the TLS handshake) counts against the deadline too
+                conn = await asyncio.wait_for(self._connect(), deadline - self._loop.time())
+            left = None if deadline is None else max(0.0, deadline - self._loop.time())
             try:
-                answer = await self._exchange(conn, data, timeout)
+                answer = await self._exchange(conn, data, left)
             except ServerDisconnected:
                 if reused and retry_stale and not conn.answered_any:
                     retry_stale = False

@@ -290,6 +290,26 @@ async def test_no_answer_in_time_is_a_timeout_and_the_connection_is_dropped() ->
         server.close()
 
 
+async def test_a_tls_handshake_that_never_ends_is_a_timeout() -> None:
+    """Connecting counts against the request's deadline: a server that accepts the
+    connection and never answers the TLS handshake fails the request in time."""
+
+    async def mute(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read()
+        writer.close()
+
+    server = await asyncio.start_server(mute, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    config = config_for(f"https://127.0.0.1:{port}")
+    config["clusters"][0]["cluster"]["insecure-skip-tls-verify"] = True
+    async with server:
+        async with await KubeStore.from_kubeconfig_dict(config, qps=0, request_timeout=0.3) as kube:
+            with anyio.fail_after(5), pytest.raises(Unavailable) as err:
+                await kube.get(CONFIGMAPS, "a", namespace="default")
+        assert err.value.reason == "Timeout"
+        server.close()
+
+
 async def test_a_cancelled_request_does_not_leave_its_connection_in_the_pool() -> None:
     answered = asyncio.Event()
 
