@@ -264,9 +264,10 @@ class HTTP1Pool:
         self._all: set[_Connection] = set()
         self._loop = asyncio.get_running_loop()
         fixed = {"Host": host_header, **default_headers}
+        for name, value in fixed.items():
+            if _UNSAFE(name) or _UNSAFE(str(value)):
+                raise ValueError(f"control characters in the default header {name!r}")
         self._fixed_head = "".join(f"{k}: {v}\r\n" for k, v in fixed.items())
-        if _UNSAFE(self._fixed_head.replace("\r\n", "")):
-            raise ValueError("control characters in a default header")
 
     async def _connect(self) -> _Connection:
         try:

@@ -218,6 +218,18 @@ async def test_control_characters_never_reach_the_wire() -> None:
     assert srv.requests == []
 
 
+async def test_a_default_header_with_a_line_break_is_refused() -> None:
+    with pytest.raises(ValueError, match="User-Agent"):
+        HTTP1Pool(
+            host="127.0.0.1",
+            port=1,
+            host_header="127.0.0.1:1",
+            ssl_context=None,
+            server_hostname=None,
+            default_headers={"User-Agent": "x\r\nX-Evil: 1"},
+        )
+
+
 async def test_a_malformed_answer_fails_the_request() -> None:
     async with Scripted(lambda head, body: b"SPDY/3 200 OK\r\n\r\n").running() as srv:
         http = await pool(srv.port)
