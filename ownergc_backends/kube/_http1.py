@@ -27,6 +27,8 @@ import zlib
 from collections.abc import Mapping
 from typing import Final
 
+import anyio
+
 __all__ = ["ConnectFailed", "HTTP1Pool", "Response", "ServerDisconnected"]
 
 _MAX_HEAD: Final = 1 << 20  # a response head larger than this is not an apiserver's
@@ -322,7 +324,8 @@ class HTTP1Pool:
             elif deadline is None:
                 conn = await self._connect()
             else:  # connecting (and the TLS handshake) counts against the deadline too
-                conn = await asyncio.wait_for(self._connect(), deadline - self._loop.time())
+                with anyio.fail_after(max(0.0, deadline - self._loop.time())):
+                    conn = await self._connect()
             left = None if deadline is None else max(0.0, deadline - self._loop.time())
             try:
                 answer = await self._exchange(conn, data, left)

@@ -306,9 +306,12 @@ async def test_a_tls_handshake_that_never_ends_is_a_timeout() -> None:
     """Connecting counts against the request's deadline: a server that accepts the
     connection and never answers the TLS handshake fails the request in time."""
 
+    gone = asyncio.Event()
+
     async def mute(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await reader.read()
+        await reader.read()  # until the client gives up and closes its end
         writer.close()
+        gone.set()
 
     server = await asyncio.start_server(mute, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
@@ -319,11 +322,13 @@ async def test_a_tls_handshake_that_never_ends_is_a_timeout() -> None:
             with anyio.fail_after(5), pytest.raises(Unavailable) as err:
                 await kube.get(CONFIGMAPS, "a", namespace="default")
         assert err.value.reason == "Timeout"
+        with anyio.fail_after(5):
+            await gone.wait()
         server.close()
 
 
 async def test_a_cancelled_request_does_not_leave_its_connection_in_the_pool() -> None:
-    answered = asyncio.Event()
+    answered, finished = asyncio.Event(), asyncio.Event()
 
     async def late(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.readuntil(b"\r\n\r\n")
@@ -332,6 +337,7 @@ async def test_a_cancelled_request_does_not_leave_its_connection_in_the_pool() -
             writer.write(ok())
             await writer.drain()
         writer.close()
+        finished.set()
 
     server = await asyncio.start_server(late, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
@@ -342,6 +348,8 @@ async def test_a_cancelled_request_does_not_leave_its_connection_in_the_pool() -
         answered.set()
         assert http._idle == [] and not http._all
         await http.close()
+        with anyio.fail_after(5):
+            await finished.wait()
         server.close()
 
 
