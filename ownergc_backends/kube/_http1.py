@@ -50,14 +50,19 @@ class ConnectFailed(OSError):
 
 
 class Response:
-    """A whole answer: status, headers (names lower-cased), body."""
+    """A whole answer: status, headers (names lower-cased), body (content coding removed)."""
 
     __slots__ = ("body", "headers", "status")
 
     def __init__(self, status: int, headers: dict[str, str], body: bytes) -> None:
         self.status = status
         self.headers = headers if isinstance(headers, _Headers) else _Headers(headers)
-        self.body = _decoded(body, headers.get("content-encoding"))
+        self.body = body
+
+
+def _answer(status: int, headers: dict[str, str], body: bytes) -> Response:
+    """The Response for a body as it came off the wire (decoded here)."""
+    return Response(status, headers, _decoded(body, headers.get("content-encoding")))
 
 
 class _Headers(dict[str, str]):
@@ -132,7 +137,7 @@ class _Connection(asyncio.Protocol):
             self._head = None
             self._reuse = False
             try:
-                answer = Response(status, headers, body)
+                answer = _answer(status, headers, body)
             except (ValueError, OSError, zlib.error) as exc:
                 self._fail(ServerDisconnected(f"malformed HTTP answer: {exc}"))
                 return None
@@ -220,7 +225,7 @@ class _Connection(asyncio.Protocol):
             if len(buf) - self._body_start > self._length:
                 self._reuse = False  # bytes nobody asked for: do not trust this connection
             body = bytes(buf[self._body_start : self._body_start + self._length])
-            return Response(status, headers, body)
+            return _answer(status, headers, body)
         if self._length == -2:
             return self._parse_chunks(status, headers)
         return None  # until the server closes
@@ -237,7 +242,7 @@ class _Connection(asyncio.Protocol):
                 # the last chunk: (trailer lines, none expected, and) an empty line
                 if buf.find(b"\r\n\r\n", eol) < 0:
                     return None
-                return Response(status, headers, b"".join(self._chunks))
+                return _answer(status, headers, b"".join(self._chunks))
             if len(buf) < eol + 2 + size + 2:
                 return None
             self._chunks.append(bytes(buf[eol + 2 : eol + 2 + size]))

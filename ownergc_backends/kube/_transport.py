@@ -205,4 +205,5 @@ class Transport:
 
 
 def _buffered(resp: aiohttp.ClientResponse, body: bytes) -> Response:
+    """An aiohttp answer read whole (aiohttp has already removed any content coding)."""
     return Response(resp.status, {k.lower(): v for k, v in resp.headers.items()}, body)

@@ -209,6 +209,26 @@ async def test_a_compressed_answer_is_decoded_though_none_was_asked_for() -> Non
     assert b"accept-encoding" not in srv.requests[0][0].lower()
 
 
+async def test_through_a_proxy_aiohttp_serves_and_its_decoded_answer_is_not_decoded_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With a proxy every request goes through aiohttp, which asks for and removes the
+    content coding itself. The scripted server plays the proxy (and the origin)."""
+    body = gzip.compress(b'{"kind":"ConfigMap","metadata":{"name":"a"}}')
+    for name in ("no_proxy", "NO_PROXY", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    async with Scripted(
+        lambda head, _: ok(body, extra="Content-Encoding: gzip\r\n")
+    ).running() as srv:
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{srv.port}")
+        async with await store_for("http://apiserver.invalid:6443") as kube:
+            got = await kube.get(CONFIGMAPS, "a", namespace="default")
+            assert kube._transport._pool is None
+    assert got["metadata"] == {"name": "a"}
+    request_line = srv.requests[0][0].split(b"\r\n", 1)[0]
+    assert request_line.startswith(b"GET http://apiserver.invalid:6443/api/v1/")
+
+
 async def test_control_characters_never_reach_the_wire() -> None:
     async with Scripted(lambda head, body: ok()).running() as srv:
         config = config_for(f"http://127.0.0.1:{srv.port}", token="tok\r\nX-Evil: 1")
