@@ -24,11 +24,19 @@ backend, and reports:
 * ``oracle_ok``: the survivors are exactly the oracle's (bystanders, with
   unchanged metadata) and nothing else of the forest remains.
 
-Backends: ``memory`` (the collector on the InMemoryStore) and ``http`` (on a
+Backends: ``memory`` (the collector on the InMemoryStore), ``http`` (on a
 KubeStore talking to the REST facade over loopback; facade, client and
-collector share one event loop and one core).
+collector share one event loop and one core) and ``process`` (the real
+``ownergc controller`` CLI, unthrottled, as its own process on a KubeStore
+against the facade in this one, as in a cluster). ``process`` reports the
+collector process's own figures: ``sync_seconds`` from its start until
+``/metrics`` shows it synced with every object in the graph (interpreter
+start-up included), ``collector_rss_bytes_per_object`` (its RSS once synced
+minus its RSS on an empty cluster, per object), ``collector_peak_rss_mb``,
+and for the cascade ``cascade_cpu_us_per_object`` (its user + system CPU per
+object it removed) and ``requests_per_object`` (the facade's count).
 
-Run: ``python benchmarks/scale.py [--objects N] [--backend memory|http]
+Run: ``python benchmarks/scale.py [--objects N] [--backend memory|http|process]
 [--policy Background|Foreground]``. Prints one JSON line per case. The full
 100k run is a benchmark, not a CI job.
 """
@@ -36,11 +44,14 @@ Run: ``python benchmarks/scale.py [--objects N] [--backend memory|http]
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc as gc_module
 import json
+import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections import deque
@@ -58,6 +69,7 @@ from ownergc.protocols import ObjectList, WatchEvent
 from ownergc_backends.memory import InMemoryStore
 
 MONITORED = {("", "configmaps"), ("", "secrets")}
+COST_VERBS = ("get", "list", "watch", "create", "patch", "delete", "update")
 
 
 def _rss_bytes() -> int:
@@ -258,6 +270,168 @@ async def run_case(n: int, backend: str, policy: str, workers: int, timeout: flo
     return result
 
 
+def _proc_kb(pid: int, field: str) -> int:
+    """A ``/proc/PID/status`` figure (VmRSS, VmHWM) in bytes."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+    raise KeyError(field)
+
+
+def _proc_cpu(pid: int) -> float:
+    """User + system CPU seconds of a process (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _metrics(port: int) -> dict[str, float]:
+    """The collector's /metrics, unlabelled series only."""
+    from cascade import _http_get  # benchmarks/cascade.py
+
+    _, text = await _http_get(port, "/metrics")
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if line and not line.startswith("#") and "{" not in name:
+            out[name] = float(value)
+    return out
+
+
+async def _controller(
+    server: Any, tmp: str, ignored: set[tuple[str, str]], workers: int
+) -> tuple[Any, int]:
+    """``ownergc controller`` (the real CLI, unthrottled) against the facade ``server``."""
+    from cascade import _free_port
+
+    kubeconfig = Path(tmp) / "kubeconfig"
+    server.write_kubeconfig(kubeconfig)
+    port = _free_port()
+    cmd = [
+        sys.executable,
+        "-m",
+        "ownergc",
+        "controller",
+        "--kubeconfig",
+        str(kubeconfig),
+        "--port",
+        str(port),
+        "--bind-address",
+        "127.0.0.1",
+        "--workers",
+        str(workers),
+        "--qps",
+        "1e9",
+        "--burst",
+        str(10**9),
+    ]
+    for group, res in sorted(ignored):
+        cmd += ["--ignore-resource", f"{group}/{res}"]
+    proc = await anyio.open_process(cmd, stdout=None, stderr=subprocess.DEVNULL)
+    return proc, port
+
+
+async def _until_graph_holds(port: int, nodes: int, timeout: float) -> dict[str, float]:
+    with anyio.fail_after(timeout):
+        while True:
+            with contextlib.suppress(OSError):
+                metrics = await _metrics(port)
+                if (
+                    metrics.get("ownergc_synced") == 1
+                    and metrics.get("ownergc_graph_nodes", 0) >= nodes
+                ):
+                    return metrics
+            await anyio.sleep(0.05)
+
+
+async def run_case_process(n: int, policy: str, workers: int, timeout: float) -> Any:
+    """The collector as its own ``ownergc controller`` process on a KubeStore, against
+    the REST facade of an InMemoryStore in this process: the collector's figures
+    (time to sync, RSS, CPU) are its process's alone, the facade's excluded."""
+    from ownergc_backends.memory.http import serve_in_background
+
+    roots = roots_of(n)
+    result: dict[str, Any] = {
+        "backend": "process",
+        "policy": policy,
+        "owners": n // 100,
+        "dependents": (n // 100) * 100,
+        "chains": "10x" + str(max(1, n // 100)),
+        "workers": workers,
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        # The same controller on an empty cluster: its RSS is the baseline the
+        # per-object figure is counted from.
+        empty = InMemoryStore()
+        ignored = {
+            (r.group, r.resource)
+            for r in (await empty.discover()).resources
+            if (r.group, r.resource) not in MONITORED
+        }
+        async with serve_in_background(empty) as server:
+            proc, port = await _controller(server, tmp, ignored, workers)
+            async with proc:
+                base_nodes = (await _until_graph_holds(port, 0, timeout))["ownergc_graph_nodes"]
+                await anyio.sleep(1.0)
+                rss_empty = _proc_kb(proc.pid, "VmRSS")
+                proc.terminate()
+        store = InMemoryStore(event_window=max(100_000, 4 * n), request_log_limit=1000)
+        total = len(store.load_objects(forest(n)))
+        result["objects"] = total
+        async with serve_in_background(store) as server:
+            start = time.perf_counter()
+            proc, port = await _controller(server, tmp, ignored, workers)
+            async with proc, anyio.create_task_group() as tg:
+                await _until_graph_holds(port, total + base_nodes, timeout)
+                result["sync_seconds"] = round(time.perf_counter() - start, 2)
+                result["sync_cpu_seconds"] = round(_proc_cpu(proc.pid), 2)
+                await anyio.sleep(1.0)  # settled
+                rss_synced = _proc_kb(proc.pid, "VmRSS")
+                result["collector_rss_mb"] = round(rss_synced / 2**20)
+                result["collector_rss_bytes_per_object"] = round((rss_synced - rss_empty) / total)
+                expected = oracle(store.snapshot(), roots)
+                gone = _Gone(store, total - len(expected))
+                await tg.start(gone.run)
+                server.clear_requests()
+                cpu_before = _proc_cpu(proc.pid)
+                start = time.perf_counter()
+                cm = store.resource_for("v1", "ConfigMap")
+                for _kind, name in roots:
+                    await store.delete(cm, name, namespace="default", propagation_policy=policy)
+                with anyio.move_on_after(timeout):
+                    await gone.done.wait()
+                elapsed = time.perf_counter() - start
+                cpu = _proc_cpu(proc.pid) - cpu_before
+                result["cascade_seconds"] = round(elapsed, 2)
+                # What the collector removed: the roots' dependents, and under
+                # Foreground the roots too (it removes their finalizer).
+                collected = gone.count - (len(roots) if policy == "Background" else 0)
+                result["collected"] = collected
+                result["objects_per_s"] = round(collected / max(elapsed, 1e-9))
+                result["cascade_cpu_us_per_object"] = round(cpu / max(collected, 1) * 1e6)
+                cost = sum(server.request_count(v) for v in COST_VERBS)
+                result["requests_per_object"] = round(cost / max(collected, 1), 3)
+                result["server_requests"] = {
+                    v: c for v in COST_VERBS if (c := server.request_count(v))
+                }
+                await anyio.sleep(1.0)
+                result["collector_peak_rss_mb"] = round(_proc_kb(proc.pid, "VmHWM") / 2**20)
+                metrics = await _metrics(port)
+                result["gc_errors"] = metrics.get("ownergc_errors_total", 0)
+                proc.terminate()
+                tg.cancel_scope.cancel()
+    actual = {
+        o["metadata"]["uid"]: o
+        for o in store.snapshot()
+        if o["kind"] in ("ConfigMap", "Secret")
+        and o["metadata"]["namespace"] == "default"
+        and o["metadata"]["name"] != "kube-root-ca.crt"
+    }
+    ok = {u: _shape(o) for u, o in actual.items()} == {u: _shape(o) for u, o in expected.items()}
+    result["survivors"] = len(actual)
+    result["oracle_ok"] = ok
+    return result
+
+
 def _graph_events(
     owners: int, per_owner: int, batch: int
 ) -> Iterator[tuple[str, str, list[WatchEvent]]]:
@@ -329,7 +503,12 @@ async def run_graph_only(n: int, how: str) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--objects", type=int, default=100_000)
-    parser.add_argument("--backend", choices=["memory", "http"], default="memory")
+    parser.add_argument(
+        "--backend",
+        choices=["memory", "http", "process"],
+        default="memory",
+        help="process: the `ownergc controller` CLI as its own process against the facade",
+    )
     parser.add_argument("--policy", choices=["Background", "Foreground"])
     parser.add_argument("--workers", type=int, default=20)
     parser.add_argument("--timeout", type=float, default=3600)
@@ -370,9 +549,12 @@ def main(argv: list[str] | None = None) -> None:
             ]
             subprocess.run(cmd, check=True)
         return
-    result = anyio.run(
-        run_case, args.objects, args.backend, args.policy, args.workers, args.timeout
-    )
+    if args.backend == "process":
+        result = anyio.run(run_case_process, args.objects, args.policy, args.workers, args.timeout)
+    else:
+        result = anyio.run(
+            run_case, args.objects, args.backend, args.policy, args.workers, args.timeout
+        )
     print(json.dumps(result), flush=True)
 
 

@@ -53,7 +53,7 @@ class OwnerReference:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> OwnerReference:
         """Parse the Kubernetes JSON form; raise InvalidOwnerReference when unusable."""
-        if not isinstance(data, Mapping):
+        if type(data) is not dict and not isinstance(data, Mapping):
             raise InvalidOwnerReference(
                 f"ownerReferences entry must be an object, got {type(data).__name__}"
             )
@@ -181,7 +181,7 @@ def metadata_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     meta = obj.get("metadata")
     if meta is None:
         return {}
-    if not isinstance(meta, Mapping):
+    if type(meta) is not dict and not isinstance(meta, Mapping):
         raise InvalidObject(f"metadata must be a JSON object, got {type(meta).__name__}")
     return meta
 

@@ -9,6 +9,7 @@ from live reads.
 
 from __future__ import annotations
 
+import logging
 import random
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -75,9 +76,9 @@ class Operations(Monitors):
         ident = step.target
         resource = self._mapper.resource_for(ident.api_version, ident.kind)
         ns = ident.namespace if resource.namespaced else None
-        details = {"target": str(ident), "why": step.why, "patch": step.smp or step.jmp}
+        details = {"why": step.why, "patch": step.smp or step.jmp}
         if self.dry_run:
-            self._action("patch", details)
+            self._action("patch", ident, details)
             return
         try:
             if step.smp is not None:
@@ -102,7 +103,7 @@ class Operations(Monitors):
                 raise
             return
         self.metrics.patches += 1
-        self._action("patch", details)
+        self._action("patch", ident, details)
 
     async def _delete(
         self,
@@ -115,9 +116,9 @@ class Operations(Monitors):
         ident = step.target
         resource = self._mapper.resource_for(ident.api_version, ident.kind)
         ns = ident.namespace if resource.namespaced else None
-        details = {"target": str(ident), "policy": step.policy.value, "why": step.why}
+        details = {"policy": step.policy.value, "why": step.why}
         if self.dry_run:
-            self._action("delete", details)
+            self._action("delete", ident, details)
             return
         preconditions = step.preconditions
         for _ in range(2):
@@ -161,7 +162,7 @@ class Operations(Monitors):
                 )
                 continue
             self.metrics.count_deletion(step.policy.value)
-            self._action("delete", details)
+            self._action("delete", ident, details)
             if remaining is None:
                 # Removed from storage: drop the node now (as a 404 would) instead
                 # of waiting for the watch, so an owner re-examining its
@@ -181,7 +182,7 @@ class Operations(Monitors):
         ident = step.target
         resource = self._mapper.resource_for(ident.api_version, ident.kind)
         ns = ident.namespace if resource.namespaced else None
-        details = {"target": str(ident), "finalizer": step.finalizer}
+        details = {"finalizer": step.finalizer}
 
         async def apply(patch: dict[str, Any]) -> bool:
             """True when done (patched, or the object is gone); False on 409."""
@@ -194,7 +195,7 @@ class Operations(Monitors):
             except Conflict:
                 return False
             self.metrics.finalizers_removed += 1
-            self._action("remove_finalizer", details)
+            self._action("remove_finalizer", ident, details)
             return True
 
         if (
@@ -219,7 +220,7 @@ class Operations(Monitors):
             if latest_patch is None:
                 return
             if self.dry_run:
-                self._action("remove_finalizer", details)
+                self._action("remove_finalizer", ident, details)
                 return
             if await apply(latest_patch):
                 return
@@ -230,12 +231,18 @@ class Operations(Monitors):
             f"owner {ident}"
         )
 
-    def _action(self, what: str, details: Mapping[str, Any]) -> None:
-        """Report a write: done (after the server accepted it) or, in dry run, intended."""
-        if self.dry_run:
-            self.log.info("dry-run: would %s %s", what, details.get("target"), extra=dict(details))
-        else:
-            self.log.info("%s %s", what, details.get("target"), extra=dict(details))
+    def _action(self, what: str, ident: ObjectReference, fields: Mapping[str, Any]) -> None:
+        """Report a write: done (after the server accepted it) or, in dry run, intended.
+
+        The report (``target`` first) is built only when someone reads it: the
+        default log level and no ``on_action`` hook cost nothing per object."""
+        log_it = self.log.isEnabledFor(logging.INFO)
+        if not log_it and self.on_action is None:
+            return
+        details = {"target": str(ident), **fields}
+        if log_it:
+            prefix = "dry-run: would " if self.dry_run else ""
+            self.log.info("%s%s %s", prefix, what, details["target"], extra=details)
         if self.on_action is not None:
             self.on_action(what, details)
 

@@ -148,9 +148,16 @@ def error_from_exception(exc: BaseException, *, host: str, what: str = "request"
     """The error for a request that got no HTTP answer (connection, TLS, timeout)."""
     import aiohttp  # only the kube backend imports this module, and it needs aiohttp anyway
 
+    from ownergc_backends.kube._http1 import ConnectFailed
+
+    cert_error: BaseException | None = None
     if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        cert_error = exc.certificate_error
+    elif isinstance(exc, ssl.SSLCertVerificationError):
+        cert_error = exc
+    if cert_error is not None:
         return Unavailable(
-            f"{what}: TLS certificate verification failed for {host}: {exc.certificate_error}. "
+            f"{what}: TLS certificate verification failed for {host}: {cert_error}. "
             "Check certificate-authority(-data) of the kubeconfig cluster, or the server's "
             "certificate (hostname, expiry).",
             reason="TLSError",
@@ -161,7 +168,7 @@ def error_from_exception(exc: BaseException, *, host: str, what: str = "request"
             "client certificate/key and the cluster CA.",
             reason="TLSError",
         )
-    if isinstance(exc, aiohttp.ClientConnectorError):
+    if isinstance(exc, (aiohttp.ClientConnectorError, ConnectFailed)):
         return Unavailable(
             f"{what}: cannot connect to the apiserver at {host}: {exc.os_error or exc}. "
             "Is the cluster running and does the kubeconfig point at it?",

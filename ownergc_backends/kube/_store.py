@@ -9,10 +9,11 @@ that) and a blocked socket read in a thread cannot be cancelled. The asyncio
 client needs anyio's asyncio backend, which the controller defaults to.
 
 The client provides the configuration, TLS and auth-token refresh; requests
-go out on one aiohttp session of our own (``_transport``), never through the
-generated per-type methods or models: requests carry metadata-only
-``Accept`` headers, bodies are encoded and answers decoded with orjson, and
-answers stay plain JSON dicts.
+go out through ``_transport`` (a lean HTTP/1.1 client for short requests,
+aiohttp for watches and proxies), never through the generated per-type
+methods or models: requests carry metadata-only ``Accept`` headers, bodies
+are encoded and answers decoded with orjson, and answers stay plain JSON
+dicts.
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ from ownergc_backends.kube._errors import (
     error_from_response,
     error_from_status_object,
 )
+from ownergc_backends.kube._http1 import Response
 from ownergc_backends.kube._transport import Transport
 
 
@@ -163,7 +165,6 @@ class KubeStore(AsyncResource):
         self.host: str = str(getattr(api_client.configuration, "host", ""))
         api_client.user_agent = f"ownergc/{_version()} (kube backend; kubernetes.aio)"
         self._transport = Transport(api_client)
-        self._timeout = aiohttp.ClientTimeout(total=request_timeout)
 
     # -- construction ------------------------------------------------------
 
@@ -266,9 +267,10 @@ class KubeStore(AsyncResource):
         accept: str = JSON,
         content_type: str | None = None,
         body: Any = None,
-        timeout: aiohttp.ClientTimeout | None = None,
-    ) -> aiohttp.ClientResponse:
-        """Send one request (rate limited, retried on Retry-After); return a 2xx response."""
+        stream: aiohttp.ClientTimeout | None = None,
+    ) -> Response | aiohttp.ClientResponse:
+        """Send one request (rate limited, retried on Retry-After); return its 2xx answer:
+        read whole, or with ``stream`` (the watch's timeouts) as an open aiohttp response."""
         if self._closed:
             raise RuntimeError("KubeStore is closed")
         try:
@@ -277,7 +279,6 @@ class KubeStore(AsyncResource):
             raise RuntimeError(
                 "KubeStore needs anyio's asyncio backend (kubernetes.aio runs on aiohttp)"
             ) from None
-        what = f"{method} {path}"
         data = None if body is None else orjson.dumps(body)
         attempt = 0
         while True:
@@ -287,28 +288,31 @@ class KubeStore(AsyncResource):
             if data is not None:
                 headers["Content-Type"] = content_type or JSON
             try:
-                resp = await self._transport.request(
-                    method,
-                    path,
-                    query=query,
-                    headers=headers,
-                    data=data,
-                    timeout=timeout or self._timeout,
-                )
+                if stream is None:
+                    answer: Response | aiohttp.ClientResponse = await self._transport.call(
+                        method,
+                        path,
+                        query=query,
+                        headers=headers,
+                        data=data,
+                        timeout=self.request_timeout,
+                    )
+                else:
+                    answer = await self._transport.stream(
+                        method, path, query=query, headers=headers, timeout=stream
+                    )
             except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
-                raise error_from_exception(exc, host=self.host, what=what) from exc
+                raise error_from_exception(exc, host=self.host, what=f"{method} {path}") from exc
+            except ValueError as exc:  # a request that cannot be written (control characters)
+                raise BadRequest(f"{method} {path}: {exc}", reason="BadRequest") from exc
             if log.isEnabledFor(logging.DEBUG):
-                self._log_apf(resp, what)
-            if resp.status < 400:
-                return resp
-            try:
-                payload = await resp.read()
-            except (aiohttp.ClientError, OSError, asyncio.TimeoutError):
-                payload = b""
-            finally:
-                resp.release()
-            err = error_from_response(resp.status, payload, resp.headers, what=what)
-            retry = resp.status == 429 or (resp.status >= 500 and err.retry_after is not None)
+                self._log_apf(answer, f"{method} {path}")
+            if answer.status < 400:
+                return answer
+            assert isinstance(answer, Response)  # error answers are always read whole
+            what = f"{method} {path}"
+            err = error_from_response(answer.status, answer.body, answer.headers, what=what)
+            retry = answer.status == 429 or (answer.status >= 500 and err.retry_after is not None)
             if not retry or attempt >= self.max_retries:
                 raise err
             attempt += 1
@@ -319,7 +323,7 @@ class KubeStore(AsyncResource):
             log.debug(
                 "%s: %d %s; retrying in %.2fs (attempt %d/%d)",
                 what,
-                resp.status,
+                answer.status,
                 err.reason,
                 delay,
                 attempt,
@@ -328,10 +332,10 @@ class KubeStore(AsyncResource):
             await self._sleep(delay)
 
     @staticmethod
-    def _log_apf(resp: aiohttp.ClientResponse, what: str) -> None:
-        apf = {h: resp.headers[h] for h in _APF_HEADERS if h in resp.headers}
+    def _log_apf(answer: Response | aiohttp.ClientResponse, what: str) -> None:
+        apf = {h: answer.headers[h] for h in _APF_HEADERS if h in answer.headers}
         if apf:
-            log.debug("%s: %d, API priority and fairness %s", what, resp.status, apf)
+            log.debug("%s: %d, API priority and fairness %s", what, answer.status, apf)
 
     async def _json(
         self,
@@ -340,13 +344,9 @@ class KubeStore(AsyncResource):
         path: str,
         **kw: Any,
     ) -> JSONDict:
-        resp = await self._send(verb, method, path, **kw)
-        try:
-            data = await resp.read()
-        except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
-            raise error_from_exception(exc, host=self.host, what=f"{method} {path}") from exc
-        finally:
-            resp.release()
+        answer = await self._send(verb, method, path, **kw)
+        assert isinstance(answer, Response)
+        data = answer.body
         try:
             decoded = _loads(data) if data else {}
         except ValueError as exc:
@@ -522,21 +522,22 @@ class KubeStore(AsyncResource):
             ("allowWatchBookmarks", "true"),
             ("resourceVersion", resource_version),
         ]
-        sock_read: float | None = None
+        total: float | None = None
         if timeout_seconds is not None and timeout_seconds > 0:
             query.append(("timeoutSeconds", str(max(1, math.ceil(timeout_seconds)))))
             # A server that forgets to close the stream must not hang us forever.
-            sock_read = timeout_seconds + 30.0
+            # One deadline for the whole stream, not a read timeout, which aiohttp
+            # re-arms (a timer cancelled and scheduled) on every chunk of events.
+            total = timeout_seconds + 30.0
         resp = await self._send(
             "watch",
             "GET",
             path,
             query=query,
             accept=OBJECT_ACCEPT if metadata_only else JSON,
-            timeout=aiohttp.ClientTimeout(
-                total=None, sock_connect=self.request_timeout, sock_read=sock_read
-            ),
+            stream=aiohttp.ClientTimeout(total=total, sock_connect=self.request_timeout),
         )
+        assert isinstance(resp, aiohttp.ClientResponse)
         try:
             while True:
                 try:

@@ -1,24 +1,32 @@
-"""The HTTP path of every KubeStore request: one aiohttp session, set up once.
+"""The HTTP path of every KubeStore request, set up once.
 
 The ``kubernetes`` package keeps what it is best at: the Configuration
 (kubeconfig, in-cluster config, exec plugins and token files refreshed
 through its ``refresh_api_key_hook``) and the TLS context its REST client
-builds from it. Requests no longer go through its generic call path, which
-costs on every request a sanitizing pass over the parameters, copies of the
-default headers, a JSON re-encoding, and (aiohttp with ``trust_env=True``) a
-hop to a worker thread to read ``~/.netrc``: a third of the collector's CPU
-per deleted object in the profile (docs/performance.md). Proxy variables
-(``HTTPS_PROXY``, ``NO_PROXY``) are still honoured, read once here.
+builds from it. Requests never go through its generic call path (a
+sanitizing pass over the parameters, copies of the default headers, a JSON
+re-encoding, and with aiohttp's ``trust_env=True`` a hop to a worker thread
+to read ``~/.netrc`` on every request).
+
+Short requests (everything but watches) go through the lean HTTP/1.1 client
+of ``_http1`` on the client's TLS context; watches, which stream, go through
+one aiohttp session, and so does everything when a proxy is configured
+(``HTTPS_PROXY`` / ``NO_PROXY`` are read once here). docs/performance.md
+has the profile behind each step.
 """
 
 from __future__ import annotations
 
+import asyncio
+import ssl
 import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 import aiohttp
+
+from ownergc_backends.kube._http1 import HTTP1Pool, Response
 
 __all__ = ["Transport"]
 
@@ -33,11 +41,11 @@ def env_proxy(url: str) -> str | None:
 
 
 class Transport:
-    """Requests to one apiserver over one long-lived connection pool.
+    """Requests to one apiserver over long-lived keep-alive connection pools.
 
-    The pool has no connection limit: every watch holds one connection and
+    Neither pool has a connection limit: every watch holds one connection and
     the workers' writes must never queue behind them (the token bucket, not
-    the pool, bounds the request rate). Keep-alive reuses connections.
+    the pool, bounds the request rate; the workers bound the concurrency).
     """
 
     def __init__(self, api_client: Any) -> None:
@@ -49,6 +57,10 @@ class Transport:
         self._proxy_headers: Mapping[str, str] | None = config.proxy_headers
         self._server_hostname: str | None = config.tls_server_name or None
         self._session: aiohttp.ClientSession | None = None
+        #: Short requests go through the lean HTTP/1.1 client unless a proxy is set.
+        self._lean = self._proxy is None
+        self._pool: HTTP1Pool | None = None
+        self._path_prefix = urlsplit(self.base_url).path
 
     @property
     def session(self) -> aiohttp.ClientSession:
@@ -82,7 +94,34 @@ class Transport:
         )
         return token
 
-    async def request(
+    def _lean_pool(self) -> HTTP1Pool | None:
+        """The lean client's pool, or None where aiohttp must serve (a proxy, an
+        unknown scheme, a client without an ssl context)."""
+        if self._pool is None and self._lean:
+            parts = urlsplit(self.base_url)
+            ssl_context = None
+            if parts.scheme == "https":
+                ssl_context = getattr(self._api.rest_client, "ssl_context", None)
+                if not isinstance(ssl_context, ssl.SSLContext):
+                    self._lean = False
+                    return None
+            elif parts.scheme != "http" or not parts.hostname:
+                self._lean = False
+                return None
+            self._pool = HTTP1Pool(
+                host=parts.hostname or "",
+                port=parts.port or (443 if ssl_context is not None else 80),
+                host_header=parts.netloc.rpartition("@")[2],
+                ssl_context=ssl_context,
+                server_hostname=self._server_hostname,
+                default_headers=dict(self._api.default_headers),
+            )
+        return self._pool
+
+    def _target(self, path: str, query: Sequence[tuple[str, str]]) -> str:
+        return self._path_prefix + path + ("?" + urlencode(query) if query else "")
+
+    async def call(
         self,
         method: str,
         path: str,
@@ -90,15 +129,61 @@ class Transport:
         query: Sequence[tuple[str, str]] = (),
         headers: dict[str, str],
         data: bytes | None = None,
-        timeout: aiohttp.ClientTimeout,
-    ) -> aiohttp.ClientResponse:
-        """Send one request; the caller reads (or streams) and releases the answer."""
-        url = self.base_url + path
-        if query:
-            url += "?" + urlencode(query)
+        timeout: float,
+    ) -> Response:
+        """Send one request and read its whole answer."""
         token = await self._authorization()
         if token is not None:
             headers["Authorization"] = token
+        pool = self._lean_pool()
+        if pool is not None:
+            return await pool.request(method, self._target(path, query), headers, data, timeout)
+        resp = await self._aiohttp_request(
+            method, path, query, headers, data, aiohttp.ClientTimeout(total=timeout)
+        )
+        try:
+            body = await resp.read()
+        finally:
+            resp.release()
+        return _buffered(resp, body)
+
+    async def stream(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Sequence[tuple[str, str]] = (),
+        headers: dict[str, str],
+        timeout: aiohttp.ClientTimeout,
+    ) -> aiohttp.ClientResponse | Response:
+        """Send one request whose answer is read as it comes (a watch); an error
+        answer (>= 400) is read whole and returned as a :class:`Response`."""
+        token = await self._authorization()
+        if token is not None:
+            headers["Authorization"] = token
+        resp = await self._aiohttp_request(method, path, query, headers, None, timeout)
+        if resp.status < 400:
+            return resp
+        try:
+            body = await resp.read()
+        except (aiohttp.ClientError, OSError, asyncio.TimeoutError):
+            body = b""
+        finally:
+            resp.release()
+        return _buffered(resp, body)
+
+    async def _aiohttp_request(
+        self,
+        method: str,
+        path: str,
+        query: Sequence[tuple[str, str]],
+        headers: dict[str, str],
+        data: bytes | None,
+        timeout: aiohttp.ClientTimeout,
+    ) -> aiohttp.ClientResponse:
+        url = self.base_url + path
+        if query:
+            url += "?" + urlencode(query)
         return await self.session.request(
             method,
             url,
@@ -111,6 +196,14 @@ class Transport:
         )
 
     async def close(self) -> None:
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+def _buffered(resp: aiohttp.ClientResponse, body: bytes) -> Response:
+    """An aiohttp answer read whole (aiohttp has already removed any content coding)."""
+    return Response(resp.status, {k.lower(): v for k, v in resp.headers.items()}, body)

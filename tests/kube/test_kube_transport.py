@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from ownergc.errors import Unavailable
@@ -146,9 +147,9 @@ async def test_a_token_file_is_read_again(tmp_path: Path, monkeypatch: pytest.Mo
     ]
 
 
-async def test_without_the_clients_connector_factory_requests_still_go_out() -> None:
-    """Another client version may lack ``_create_connector``: an unlimited pool on the
-    client's ssl context serves instead."""
+async def test_without_the_clients_connector_factory_watches_still_go_out() -> None:
+    """Another client version may lack ``_create_connector``: an unlimited aiohttp pool
+    on the client's ssl context serves the watches instead."""
     async with (
         served(InMemoryStore()) as server,
         await KubeStore.from_kubeconfig_dict(server.kubeconfig(), qps=0) as kube,
@@ -157,6 +158,18 @@ async def test_without_the_clients_connector_factory_requests_still_go_out() -> 
         configmaps = next(
             r for r in (await kube.discover()).resources if r.resource == "configmaps"
         )
-        assert (await kube.list(configmaps)).items == []
+        listed = await kube.list(configmaps)
+        stream = kube.watch(configmaps, resource_version=listed.resource_version)
+        await server.store.create_object(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "a", "namespace": "default"},
+            }
+        )
+        with anyio.fail_after(10):
+            event = await stream.__anext__()
+        await stream.aclose()
+        assert (event.type, event.object["metadata"]["name"]) == ("ADDED", "a")
         connector = kube._transport.session.connector
         assert connector is not None and connector.limit == 0
