@@ -17,8 +17,17 @@ Only the graph builder (:mod:`ownergc._core.graph_builder`) mutates the graph.
 from __future__ import annotations
 
 from types import FunctionType
+from typing import TYPE_CHECKING
 
 from ownergc._core.refs import ObjectReference, OwnerReference
+
+if TYPE_CHECKING:
+    from ownergc._core import _cython as cython
+else:
+    try:
+        import cython  # compiled: the compiler's directives; else Cython's shadow module
+    except ImportError:
+        from ownergc._core import _cython as cython
 
 __all__ = ["NO_DEPENDENTS", "Node", "UIDToNode", "new_identity", "new_node"]
 
@@ -26,6 +35,8 @@ __all__ = ["NO_DEPENDENTS", "Node", "UIDToNode", "new_identity", "new_node"]
 NO_DEPENDENTS: frozenset[Node] = frozenset()
 
 
+@cython.no_gc
+@cython.cclass
 class Node:
     """One object (or a virtual stand-in for an unobserved owner) in the graph.
 
@@ -34,6 +45,14 @@ class Node:
     identity's five strings are fields of the node itself (no object of its
     own to allocate, hold and have the cyclic garbage collector visit) and
     are handed out as an :class:`ObjectReference`.
+
+    Compiled (docs/performance.md), a node is an extension type the cyclic
+    garbage collector does not track: walking a graph of a million nodes on
+    every full collection was a quarter of the graph builder's time. Nodes
+    form a reference cycle only through an ownership cycle (a node among its
+    own dependents, directly or through others); the graph builder breaks
+    the ones a removal leaves, and a whole graph dropped while holding one
+    keeps those few nodes until the process ends.
     """
 
     __slots__ = (
@@ -169,26 +188,24 @@ class UIDToNode(dict[str, Node]):
 
 
 def _probe() -> None:
-    """A plain function, unless mypyc compiled this module (see :data:`COMPILED`)."""
+    """A plain function, unless this module was compiled (see :data:`COMPILED`)."""
 
 
-#: True when this module runs compiled by mypyc (the optional fast build,
-#: docs/performance.md). The pure-Python modules are the reference.
+#: True when this module runs compiled by Cython (the optional build,
+#: docs/performance.md, "The compiled core"). The pure-Python modules are the
+#: reference and the fallback.
 COMPILED: bool = not isinstance(_probe, FunctionType)
 
 _set_identity_fields = tuple(
     vars(ObjectReference)[f].__set__ for f in ("api_version", "kind", "name", "uid", "namespace")
 )
 _new_object = object.__new__
-_NO_IDENTITY = ObjectReference("", "", "", "", None)
 
 
 def new_identity(
     api_version: str, kind: str, name: str, uid: str, namespace: str | None
 ) -> ObjectReference:
     """ObjectReference(...) without the frozen dataclass's per-field __setattr__ detour."""
-    if COMPILED:  # native classes construct fast, and only through __init__
-        return ObjectReference(api_version, kind, name, uid, namespace)
     ident: ObjectReference = _new_object(ObjectReference)
     s_av, s_kind, s_name, s_uid, s_ns = _set_identity_fields
     s_av(ident, api_version)
@@ -212,27 +229,14 @@ def new_node(
     finalizers: tuple[str, ...],
 ) -> Node:
     """A node for an observed object (the graph builder's hot path)."""
-    node: Node
-    if COMPILED:
-        # Native classes construct only through __init__; a shared placeholder
-        # identity, overwritten below, spares building an ObjectReference per node.
-        node = Node(
-            _NO_IDENTITY,
-            owners,
-            being_deleted=being_deleted,
-            deleting_dependents=deleting_dependents,
-            resource_version=resource_version,
-            finalizers=finalizers,
-        )
-    else:
-        node = _new_object(Node)
-        node.owners = owners
-        node.dependents = NO_DEPENDENTS
-        node.being_deleted = being_deleted
-        node.deleting_dependents = deleting_dependents
-        node.virtual = False
-        node.resource_version = resource_version
-        node.finalizers = finalizers
+    node: Node = Node.__new__(Node)  # without __init__: no identity to build
+    node.owners = owners
+    node.dependents = NO_DEPENDENTS
+    node.being_deleted = being_deleted
+    node.deleting_dependents = deleting_dependents
+    node.virtual = False
+    node.resource_version = resource_version
+    node.finalizers = finalizers
     node.api_version = api_version
     node.kind = kind
     node.name = name

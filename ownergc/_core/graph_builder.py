@@ -677,3 +677,8 @@ class GraphBuilder:
             owner = graph.get(ref.uid)
             if owner is not None and owner.deleting_dependents:
                 self.attempt_to_delete.append(owner)
+        if node in node.dependents:
+            # An object that owned itself: the one reference cycle a removal leaves
+            # (the owners above no longer hold it). Broken, so that a compiled node,
+            # which the cyclic GC does not track, is freed like any other.
+            node.remove_dependent(node)

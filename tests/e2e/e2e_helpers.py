@@ -138,6 +138,40 @@ async def running_gc(store: ObjectStore, **kwargs: Any) -> AsyncIterator[Garbage
         tg.cancel_scope.cancel()
 
 
-async def settle(gc: GarbageCollector, timeout: float = 15.0) -> None:
+def graph_caught_up(gc: GarbageCollector, store: Any) -> bool:
+    """The collector's graph holds what ``store`` (an InMemoryStore) holds now.
+
+    Every object of a watched kind is in the graph, observed at its current
+    resourceVersion, and every observed node's object still exists. A quiet
+    window alone cannot tell a collector that is done from one whose watch
+    events are still on their way (over HTTP, under load).
+    """
+    watched = {(r.api_version, r.kind) for r in gc.monitored_resources()}
+    graph = gc.uid_to_node
+    present: set[str] = set()
+    for obj in store.snapshot():
+        meta = obj["metadata"]
+        uid = meta.get("uid")
+        if not uid or (obj["apiVersion"], obj["kind"]) not in watched:
+            continue
+        node = graph.get(uid)
+        if node is None or node.virtual or node.resource_version != meta["resourceVersion"]:
+            return False
+        present.add(uid)
+    return all(node.virtual or uid in present for uid, node in graph.items())
+
+
+async def settle(
+    gc: GarbageCollector, timeout: float = 15.0, *, store: Any = None, quiet: float = 0.05
+) -> None:
+    """Wait until the collector is idle with every change of ``store`` (by default the
+    collector's own store, when it is in memory) observed; with no such store, until
+    it has been idle for ``quiet`` seconds."""
+    store = store if store is not None else gc.store
+    check = hasattr(store, "snapshot")
     with anyio.fail_after(timeout):
-        await gc.wait_idle()
+        while True:
+            await gc.wait_idle(settle=quiet)
+            if not check or graph_caught_up(gc, store):
+                return
+            await anyio.sleep(0.01)

@@ -8,11 +8,10 @@ the InMemoryStore directly.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
-
-import anyio
 
 from ownergc.controller import GarbageCollector
 from ownergc_backends.kube import KubeStore
@@ -49,10 +48,24 @@ async def gc_over_http(
         kube_store_for(server, **(kube_options or {})) as kube,
         running_gc(kube, **gc_kwargs) as gc,
     ):
+        _served_store[gc] = store
         yield gc
 
 
-async def settle_over_http(gc: GarbageCollector, timeout: float = 15.0) -> None:
-    """``settle`` with a longer quiet window: watch events cross a socket now."""
-    with anyio.fail_after(timeout * 2):
-        await gc.wait_idle(settle=0.25)
+#: The InMemoryStore behind each collector of ``gc_over_http``.
+_served_store: weakref.WeakKeyDictionary[GarbageCollector, InMemoryStore] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+async def settle_over_http(
+    gc: GarbageCollector, timeout: float = 15.0, *, store: InMemoryStore | None = None
+) -> None:
+    """``settle``, checked against the store behind the facade (``store``, or the one
+    ``gc_over_http`` served): the collector is idle and its graph holds what that
+    store holds. Without a known store, idle for a quarter second (events cross a
+    socket now)."""
+    from tests.e2e.e2e_helpers import settle
+
+    store = store if store is not None else _served_store.get(gc)
+    await settle(gc, timeout * 2, store=store, quiet=0.25)

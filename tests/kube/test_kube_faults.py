@@ -110,13 +110,13 @@ async def run_cascade(
     store = InMemoryStore()
     tree = await Tree().build(store)
     async with harness(store, **gc_kwargs) as (server, faulty, gc):
-        await settle_over_http(gc)
+        await settle_over_http(gc, store=store)
         async with anyio.create_task_group() as tg:
             tg.start_soon(fault, server, faulty)
             await delete(store, tree.owner, policy)
             await eventually(lambda: tree.converged(store))
             tg.cancel_scope.cancel()
-        await settle_over_http(gc)
+        await settle_over_http(gc, store=store)
         tree.check_nothing_wrongly_deleted(store)
         assert tree.converged(store)
     return server
@@ -196,11 +196,11 @@ async def test_slow_responses_past_the_client_timeout() -> None:
         kube_store_for(server, request_timeout=0.2) as kube,
         running_gc(kube, workers=5) as gc,
     ):
-        await settle_over_http(gc)
+        await settle_over_http(gc, store=store)
         faulty.delay_next("delete", 0.5, times=6)
         await delete(store, tree.owner, "Background")
         await eventually(lambda: tree.converged(store))
-        await settle_over_http(gc)
+        await settle_over_http(gc, store=store)
         tree.check_nothing_wrongly_deleted(store)
 
 
@@ -226,7 +226,7 @@ async def test_server_restart_mid_cascade(policy: str) -> None:
 
         url = await tg.start(serve_once)
         async with kube_store_for(server) as kube, running_gc(kube, workers=3) as gc:
-            await settle_over_http(gc)
+            await settle_over_http(gc, store=store)
             # Slow the deletes so that the restart lands mid-cascade.
             faulty.delay_next("delete", 0.05, times=100)
             faulty.delay_next("patch", 0.5, times=100)
@@ -249,7 +249,7 @@ async def test_server_restart_mid_cascade(policy: str) -> None:
                 )
             else:
                 await eventually(lambda: tree.converged(store))
-            await settle_over_http(gc)
+            await settle_over_http(gc, store=store)
         scope.cancel()
     tree.check_nothing_wrongly_deleted(store)
     if policy == "Orphan":

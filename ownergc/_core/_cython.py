@@ -1,0 +1,22 @@
+"""What ``import cython`` provides to the core when Cython is not installed.
+
+The optional compiled build (docs/performance.md, "The compiled core") reads
+these decorators as Cython directives; run as plain Python they change
+nothing, so the pure-Python modules stay the reference.
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+_T = TypeVar("_T")
+
+
+def cclass(cls: _T) -> _T:
+    """Compiled: an extension type (attributes declared in the ``.pxd`` beside the module)."""
+    return cls
+
+
+def no_gc(cls: _T) -> _T:
+    """Compiled: instances are not tracked by the interpreter's cyclic garbage collector."""
+    return cls

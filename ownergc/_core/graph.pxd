@@ -1,0 +1,7 @@
+# Declarations for the optional compiled build (docs/performance.md, "The
+# compiled core"): Node as an extension type. graph.py stays the reference.
+cdef class Node:
+    cdef public object api_version, kind, name, uid, namespace
+    cdef public object owners, dependents
+    cdef public object being_deleted, deleting_dependents, virtual
+    cdef public object resource_version, finalizers
