@@ -470,7 +470,13 @@ async def run_graph_only(n: int, how: str) -> dict[str, Any]:
 
     per_owner = 99
     owners = max(1, n // (per_owner + 1))
-    result: dict[str, Any] = {"mode": how, "objects": owners * (per_owner + 1)}
+    from ownergc._core.graph import COMPILED
+
+    result: dict[str, Any] = {
+        "mode": how,
+        "objects": owners * (per_owner + 1),
+        "core": "compiled" if COMPILED else "pure",
+    }
     gc_module.collect()
     rss_before = _rss_bytes()
     h = Harness()
