@@ -245,25 +245,7 @@ async def run_case_process(
         async with serve_in_background(store) as server:
             kubeconfig = Path(tmp) / "kubeconfig"
             server.write_kubeconfig(kubeconfig)
-            unthrottled = qps <= 0
-            cmd = [
-                sys.executable,
-                "-m",
-                "ownergc",
-                "controller",
-                "--kubeconfig",
-                str(kubeconfig),
-                "--port",
-                str(port := _free_port()),
-                "--bind-address",
-                "127.0.0.1",
-                "--workers",
-                str(workers),
-                "--qps",
-                str(1e9 if unthrottled else qps),
-                "--burst",
-                str(10**9 if unthrottled else burst),
-            ]
+            cmd = controller_command(kubeconfig, port := _free_port(), workers, qps, burst)
             # At the default log level, as a user runs it (-v logs every deletion).
             async with await anyio.open_process(cmd, stdout=None, stderr=subprocess.PIPE) as proc:
                 assert proc.stderr is not None
@@ -366,6 +348,31 @@ async def _steady_watches(server: Any) -> None:
         elif now >= 2 and time.monotonic() - since >= 1.0:
             return
         await anyio.sleep(0.05)
+
+
+def controller_command(
+    kubeconfig: Path, port: int, workers: int, qps: float, burst: int
+) -> list[str]:
+    """``ownergc controller`` against a facade's kubeconfig (``qps <= 0``: unthrottled)."""
+    unthrottled = qps <= 0
+    return [
+        sys.executable,
+        "-m",
+        "ownergc",
+        "controller",
+        "--kubeconfig",
+        str(kubeconfig),
+        "--port",
+        str(port),
+        "--bind-address",
+        "127.0.0.1",
+        "--workers",
+        str(workers),
+        "--qps",
+        str(1e9 if unthrottled else qps),
+        "--burst",
+        str(10**9 if unthrottled else burst),
+    ]
 
 
 def _start_profiler(pid: int, path: str) -> subprocess.Popen[bytes]:

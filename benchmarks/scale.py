@@ -256,6 +256,13 @@ async def run_case(n: int, backend: str, policy: str, workers: int, timeout: flo
             kube = await KubeStore.from_kubeconfig_dict(server.kubeconfig(), qps=0, burst=0)
             async with kube:
                 await body(kube)
+    result.update(_against_oracle(store, expected))
+    result["peak_rss_mb"] = round(_maxrss_bytes() / 2**20)
+    return result
+
+
+def _against_oracle(store: Any, expected: dict[str, Any]) -> dict[str, Any]:
+    """The survivors of the cascade in ``store``, and whether they are the oracle's."""
     actual = {
         o["metadata"]["uid"]: o
         for o in store.snapshot()
@@ -264,10 +271,7 @@ async def run_case(n: int, backend: str, policy: str, workers: int, timeout: flo
         and o["metadata"]["name"] != "kube-root-ca.crt"
     }
     ok = {u: _shape(o) for u, o in actual.items()} == {u: _shape(o) for u, o in expected.items()}
-    result["survivors"] = len(actual)
-    result["oracle_ok"] = ok
-    result["peak_rss_mb"] = round(_maxrss_bytes() / 2**20)
-    return result
+    return {"survivors": len(actual), "oracle_ok": ok}
 
 
 def _proc_kb(pid: int, field: str) -> int:
@@ -301,29 +305,12 @@ async def _controller(
     server: Any, tmp: str, ignored: set[tuple[str, str]], workers: int
 ) -> tuple[Any, int]:
     """``ownergc controller`` (the real CLI, unthrottled) against the facade ``server``."""
-    from cascade import _free_port
+    from cascade import _free_port, controller_command
 
     kubeconfig = Path(tmp) / "kubeconfig"
     server.write_kubeconfig(kubeconfig)
     port = _free_port()
-    cmd = [
-        sys.executable,
-        "-m",
-        "ownergc",
-        "controller",
-        "--kubeconfig",
-        str(kubeconfig),
-        "--port",
-        str(port),
-        "--bind-address",
-        "127.0.0.1",
-        "--workers",
-        str(workers),
-        "--qps",
-        "1e9",
-        "--burst",
-        str(10**9),
-    ]
+    cmd = controller_command(kubeconfig, port, workers, qps=0, burst=0)
     for group, res in sorted(ignored):
         cmd += ["--ignore-resource", f"{group}/{res}"]
     proc = await anyio.open_process(cmd, stdout=None, stderr=subprocess.DEVNULL)
@@ -419,16 +406,7 @@ async def run_case_process(n: int, policy: str, workers: int, timeout: float) ->
                 result["gc_errors"] = metrics.get("ownergc_errors_total", 0)
                 proc.terminate()
                 tg.cancel_scope.cancel()
-    actual = {
-        o["metadata"]["uid"]: o
-        for o in store.snapshot()
-        if o["kind"] in ("ConfigMap", "Secret")
-        and o["metadata"]["namespace"] == "default"
-        and o["metadata"]["name"] != "kube-root-ca.crt"
-    }
-    ok = {u: _shape(o) for u, o in actual.items()} == {u: _shape(o) for u, o in expected.items()}
-    result["survivors"] = len(actual)
-    result["oracle_ok"] = ok
+    result.update(_against_oracle(store, expected))
     return result
 
 
