@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from ownergc import __version__
+from ownergc._core.graph import COMPILED
 from ownergc.cli._logging import add_logging_arguments, configure_logging
 from ownergc.cli._output import is_broken_pipe, silence_stdout
 
@@ -41,7 +42,10 @@ def build_parser() -> argparse.ArgumentParser:
             "(Background / Foreground / Orphan), finalizers and kubelet-style node GC."
         ),
     )
-    parser.add_argument("--version", action="version", version=f"ownergc {__version__}")
+    core = "compiled" if COMPILED else "pure Python"
+    parser.add_argument(
+        "--version", action="version", version=f"ownergc {__version__} ({core} graph core)"
+    )
     add_logging_arguments(parser, default=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
