@@ -129,15 +129,16 @@ def _json_body(data: bytes, what: str) -> Any:
 
 
 def object_body(request: Request, what: str) -> Any:
-    """The object a create or update sends: JSON, or kubectl's protobuf for the kinds
-    :mod:`._protobuf` reads."""
+    """The object a create or update sends: JSON, or protobuf (kubectl's generators) for
+    every built-in kind :mod:`._protobuf` reads."""
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type == PROTOBUF:
         return decode_object(request.body)
     if content_type not in ("", _JSON, "*/*"):
         raise UnsupportedPatchType(
             f'the body of the request was in an unknown format "{content_type}": this server '
-            f"accepts application/json and {PROTOBUF} (for {', '.join(supported_kinds())})",
+            f"accepts application/json and {PROTOBUF} (for the {len(supported_kinds())} "
+            "built-in kinds)",
             reason="UnsupportedMediaType",
         )
     return _json_body(request.body, what)

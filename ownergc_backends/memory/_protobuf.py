@@ -2,41 +2,68 @@
 
 kubectl 1.32 and newer send ``application/vnd.kubernetes.protobuf`` bodies for
 the objects its ``create`` generators build, and do not retry in JSON. The
-envelope is the magic ``k8s\\x00`` followed by a ``runtime.Unknown``
-(typeMeta, raw, contentEncoding, contentType) whose ``raw`` is the typed
-message. The field numbers below are those of k8s.io/api and
-k8s.io/apimachinery's ``generated.proto`` (facts of the wire format, not
-code), for the kinds kubectl's generators produce most: ConfigMap, Secret,
-Namespace, ServiceAccount, Deployment. Anything else (another kind, a field this schema
-does not know) is refused with a clear 415, never decoded half-way.
+envelope is the magic ``k8s\\x00`` and a ``runtime.Unknown`` (typeMeta, raw,
+contentEncoding, contentType) whose ``raw`` is the typed message.
 
-Go's protobuf encoder writes zero values of non-pointer fields; JSON omits
-them (``omitempty``), and so does this decoder.
+Every built-in kind is decoded from one schema (``_protobuf_schema.json.gz``), read off
+upstream's ``generated.proto`` files and Go types by
+``tools/gen_protobuf_schema.py``: field numbers and types from the former, and
+from the latter what the JSON form of each field is (its name, pointer or not,
+``omitempty`` / ``omitzero``, inlined embedded structs). That second half is
+what makes the result the JSON the real server would store and answer with:
+Go's encoder writes every non-pointer field, zero or not, while the JSON of
+the same struct omits zero ``omitempty`` fields, keeps zero pointer fields
+(``replicas: 0``), keeps non-``omitempty`` zeros and shows empty structs.
 """
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable, Mapping
-from datetime import datetime, timezone
-from typing import Any, Final, TypeAlias
+import gzip
+import json
+import struct
+from datetime import datetime, timedelta, timezone
+from functools import cache
+from importlib import resources
+from typing import Any, Final
 
 from ownergc.errors import UnsupportedPatchType
 
-__all__ = ["MAGIC", "PROTOBUF", "ProtobufError", "decode_object", "supported_kinds"]
+__all__ = [
+    "MAGIC",
+    "PROTOBUF",
+    "ProtobufError",
+    "decode_message",
+    "decode_object",
+    "supported_kinds",
+]
 
 MAGIC: Final = b"k8s\x00"
 PROTOBUF: Final = "application/vnd.kubernetes.protobuf"
 _MEDIA: Final = "UnsupportedMediaType"
-
-#: A field: (JSON name, how to decode it, "one" / "many" (repeated) / "map").
-Field: TypeAlias = tuple[str, "Decoder", str]
-Schema: TypeAlias = Mapping[int, Field]
-Decoder: TypeAlias = Callable[[Any], Any]
+_META: Final = "k8s.io.apimachinery.pkg.apis.meta.v1."
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 class ProtobufError(UnsupportedPatchType):
     """A protobuf body this server cannot decode exactly (answered with 415)."""
+
+
+@cache
+def _schema() -> dict[str, Any]:
+    data = (
+        resources.files("ownergc_backends.memory").joinpath("_protobuf_schema.json.gz").read_bytes()
+    )
+    schema: dict[str, Any] = json.loads(gzip.decompress(data))
+    return schema
+
+
+def supported_kinds() -> list[str]:
+    """``apiVersion/kind`` of every kind this decoder reads."""
+    return list(_schema()["kinds"])
+
+
+# -- the wire -------------------------------------------------------------------------
 
 
 def _varint(data: bytes, i: int) -> tuple[int, int]:
@@ -50,268 +77,329 @@ def _varint(data: bytes, i: int) -> tuple[int, int]:
         if not byte & 0x80:
             return result, i
         shift += 7
+        if shift > 63:
+            raise ProtobufError("protobuf varint longer than 64 bits", reason=_MEDIA)
 
 
-def _fields(data: bytes) -> list[tuple[int, int | bytes]]:
-    """(field number, varint or length-delimited bytes) in wire order."""
-    out: list[tuple[int, int | bytes]] = []
-    i = 0
-    while i < len(data):
+def _fields(data: bytes) -> list[tuple[int, int, int | bytes]]:
+    """(field number, wire type, value) in wire order; fixed-width values as raw bytes."""
+    out: list[tuple[int, int, int | bytes]] = []
+    i, end = 0, len(data)
+    while i < end:
         key, i = _varint(data, i)
         number, wire = key >> 3, key & 7
         if wire == 0:
             value, i = _varint(data, i)
-            out.append((number, value))
-        elif wire == 2:
+            out.append((number, wire, value))
+            continue
+        if wire == 2:
             length, i = _varint(data, i)
-            out.append((number, data[i : i + length]))
-            i += length
+        elif wire == 1:
+            length = 8
+        elif wire == 5:
+            length = 4
         else:
             raise ProtobufError(
-                f"unsupported protobuf wire type {wire} (field {number})",
-                reason=_MEDIA,
+                f"unsupported protobuf wire type {wire} (field {number})", reason=_MEDIA
             )
+        if i + length > end:
+            raise ProtobufError(f"truncated protobuf field {number}", reason=_MEDIA)
+        out.append((number, wire, data[i : i + length]))
+        i += length
     return out
 
 
-def _string(value: Any) -> str:
-    if not isinstance(value, bytes):
-        raise ProtobufError("a string field was not length-delimited", reason=_MEDIA)
-    return value.decode()
-
-
-def _bytes(value: Any) -> str:
-    if not isinstance(value, bytes):
-        raise ProtobufError("a bytes field was not length-delimited", reason=_MEDIA)
-    return base64.b64encode(value).decode()
-
-
-def _int(value: Any) -> int:
-    if not isinstance(value, int):
-        raise ProtobufError("an integer field was not a varint", reason=_MEDIA)
+def _signed(value: int) -> int:
     return value - (1 << 64) if value >= 1 << 63 else value
 
 
-def _bool(value: Any) -> bool:
-    return bool(_int(value))
+def _scalar(typ: str, wire: int, raw: int | bytes, where: str) -> Any:
+    if typ == "string":
+        if not isinstance(raw, bytes):
+            raise ProtobufError(f"{where}: a string was not length-delimited", reason=_MEDIA)
+        try:
+            return raw.decode()
+        except UnicodeDecodeError:
+            raise ProtobufError(f"{where}: a string is not UTF-8", reason=_MEDIA) from None
+    if typ == "bytes":
+        if not isinstance(raw, bytes):
+            raise ProtobufError(f"{where}: bytes were not length-delimited", reason=_MEDIA)
+        return base64.b64encode(raw).decode()
+    if typ in ("double", "float"):
+        if not isinstance(raw, bytes) or len(raw) != (8 if typ == "double" else 4):
+            raise ProtobufError(f"{where}: a {typ} had the wrong wire type", reason=_MEDIA)
+        number = struct.unpack("<d" if typ == "double" else "<f", raw)[0]
+        return int(number) if number.is_integer() else number
+    if not isinstance(raw, int):
+        raise ProtobufError(f"{where}: a {typ} was not a varint", reason=_MEDIA)
+    if typ == "bool":
+        return raw != 0
+    if typ in ("int32", "int64"):
+        return _signed(raw)
+    return raw  # uint32, uint64
 
 
-def _time(value: Any) -> str | None:
-    """``metav1.Time``: seconds (1) and nanos (2); the zero time is JSON null."""
-    seconds = nanos = 0
-    for number, raw in _fields(value):
-        if number == 1:
-            seconds = _int(raw)
-        elif number == 2:
-            nanos = _int(raw)
-    if seconds == 0 and nanos == 0:
+def _packed(typ: str, raw: bytes, where: str) -> list[Any]:
+    """A packed repeated scalar: varints (or fixed-width numbers) back to back."""
+    if typ in ("double", "float"):
+        size = 8 if typ == "double" else 4
+        return [_scalar(typ, 1, raw[i : i + size], where) for i in range(0, len(raw), size)]
+    values: list[Any] = []
+    i = 0
+    while i < len(raw):
+        value, i = _varint(raw, i)
+        values.append(_scalar(typ, 0, value, where))
+    return values
+
+
+_ZERO_SCALAR: Final[dict[str, Any]] = {
+    "string": "",
+    "bytes": None,  # a nil []byte is JSON null
+    "bool": False,
+}
+
+
+# -- the types whose JSON is not their message's fields -------------------------------------
+
+
+def _time(data: bytes, micro: bool) -> str | None:
+    """``metav1.Time`` / ``MicroTime``: no bytes is the zero time (JSON null)."""
+    if not data:
         return None
-    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    seconds = nanos = 0
+    for number, _wire, raw in _fields(data):
+        if number == 1 and isinstance(raw, int):
+            seconds = _signed(raw)
+        elif number == 2 and isinstance(raw, int):
+            nanos = _signed(raw)
+    moment = _EPOCH + timedelta(seconds=seconds, microseconds=nanos // 1000)
+    if micro:
+        return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _map(value_decoder: Decoder) -> Decoder:
-    def decode(value: Any) -> tuple[str, Any]:
-        key = ""
-        item: Any = ""
-        for number, raw in _fields(value):
-            if number == 1:
-                key = _string(raw)
-            elif number == 2:
-                item = value_decoder(raw)
-        return key, item
-
-    return decode
-
-
-def _message(schema: Schema, name: str, keep: frozenset[str] = frozenset()) -> Decoder:
-    """A message decoder; ``keep``: its fields JSON shows even when zero (pointer
-    fields, which Go writes only when set, and sub-objects shown empty)."""
-
-    def decode(value: Any) -> dict[str, Any]:
-        if not isinstance(value, bytes):
-            raise ProtobufError(f"{name} was not length-delimited", reason=_MEDIA)
-        out: dict[str, Any] = {}
-        for number, raw in _fields(value):
-            try:
-                key, decoder, arity = schema[number]
-            except KeyError:
-                if raw in (b"", 0):
-                    # Go writes zero values of plain fields; JSON omits them (omitempty).
-                    continue
-                raise ProtobufError(
-                    f"field {number} of {name} is not known to this server: send JSON",
-                    reason=_MEDIA,
-                ) from None
-            item = decoder(raw)
-            if arity == "map":  # one entry (key 1, value 2) per occurrence
-                out.setdefault(key, {})[item[0]] = item[1]
-            elif arity == "many":
-                out.setdefault(key, []).append(item)
-            else:
-                out[key] = item
-        return {k: v for k, v in out.items() if v not in ("", 0, None, False) or k in keep}
-
-    return decode
+def go_duration(nanoseconds: int) -> str:
+    """A duration as Go's ``time.Duration.String`` writes it (``1h2m3.5s``, ``250ms``)."""
+    if nanoseconds == 0:
+        return "0s"
+    sign = "-" if nanoseconds < 0 else ""
+    n = abs(nanoseconds)
+    if n < 1_000_000_000:
+        for unit, size in (("ms", 1_000_000), ("µs", 1_000), ("ns", 1)):
+            if n >= size:
+                return sign + _trim(n, size) + unit
+    hours, rest = divmod(n, 3_600_000_000_000)
+    minutes, rest = divmod(rest, 60_000_000_000)
+    text = _trim(rest, 1_000_000_000) + "s"
+    if hours or minutes:
+        text = f"{minutes}m" + text
+    if hours:
+        text = f"{hours}h" + text
+    return sign + text
 
 
-#: The messages kubectl's generators send, one per paragraph: ``Name`` then
-#: ``number jsonName type`` per field, numbers from k8s.io/api's and
-#: apimachinery's ``generated.proto``. Types: string, bytes, int, bool, time,
-#: ``map<string>`` / ``map<bytes>``, another message's name; ``[]`` before a
-#: type repeats it; ``!`` after it keeps the field in JSON even when zero (Go
-#: pointer fields, written only when set, and sub-objects shown empty).
-_SCHEMA: Final = """
-OwnerReference
-  1 kind string; 3 name string; 4 uid string; 5 apiVersion string
-  6 controller bool!; 7 blockOwnerDeletion bool!
+def _trim(value: int, unit: int) -> str:
+    whole, frac = divmod(value, unit)
+    if not frac:
+        return str(whole)
+    digits = str(frac).rjust(len(str(unit)) - 1, "0").rstrip("0")
+    return f"{whole}.{digits}"
 
-ObjectMeta
-  1 name string; 2 generateName string; 3 namespace string; 4 selfLink string
-  5 uid string; 6 resourceVersion string; 7 generation int
-  8 creationTimestamp time; 9 deletionTimestamp time; 10 deletionGracePeriodSeconds int!
-  11 labels map<string>; 12 annotations map<string>
-  13 ownerReferences []OwnerReference; 14 finalizers []string
 
-LocalObjectReference
-  1 name string
+def _only(data: bytes, number: int) -> int | bytes | None:
+    found: int | bytes | None = None
+    for field, _wire, raw in _fields(data):
+        if field == number:
+            found = raw
+    return found
 
-LabelSelector
-  1 matchLabels map<string>
 
-ResourceRequirements
-  1 limits map<string>; 2 requests map<string>
+def _raw_json(data: bytes, what: str) -> Any:
+    raw = _only(data, 1)
+    if not raw:
+        return None
+    if not isinstance(raw, bytes):
+        raise ProtobufError(f"{what}: raw was not length-delimited", reason=_MEDIA)
+    if raw.startswith(MAGIC):
+        return decode_object(raw)
+    try:
+        return json.loads(raw)
+    except ValueError:
+        raise ProtobufError(
+            f"{what} holds bytes that are neither JSON nor protobuf", reason=_MEDIA
+        ) from None
 
-ContainerPort
-  1 name string; 2 hostPort int; 3 containerPort int; 4 protocol string; 5 hostIP string
 
-EnvVar
-  1 name string; 2 value string
+def _int_or_string(data: bytes) -> int | str:
+    kind = int_val = 0
+    str_val = ""
+    for number, _wire, raw in _fields(data):
+        if number == 1 and isinstance(raw, int):
+            kind = raw
+        elif number == 2 and isinstance(raw, int):
+            int_val = _signed(raw)
+        elif number == 3 and isinstance(raw, bytes):
+            str_val = raw.decode()
+    return str_val if kind == 1 else int_val
 
-Container
-  1 name string; 2 image string; 3 command []string; 4 args []string; 5 workingDir string
-  6 ports []ContainerPort; 7 env []EnvVar; 8 resources ResourceRequirements
-  14 imagePullPolicy string
 
-PodSpec
-  2 containers []Container; 3 restartPolicy string; 7 nodeSelector map<string>
-  8 serviceAccountName string
+def _quantity(data: bytes) -> str:
+    raw = _only(data, 1)
+    return raw.decode() if isinstance(raw, bytes) and raw else "0"
 
-PodTemplateSpec
-  1 metadata ObjectMeta; 2 spec PodSpec
 
-DeploymentStrategy
-  1 type string
+def _duration(data: bytes) -> str:
+    raw = _only(data, 1)
+    return go_duration(_signed(raw) if isinstance(raw, int) else 0)
 
-DeploymentSpec
-  1 replicas int!; 2 selector LabelSelector; 3 template PodTemplateSpec
-  4 strategy DeploymentStrategy; 5 minReadySeconds int; 7 paused bool
 
-DeploymentStatus
-  1 observedGeneration int; 2 replicas int; 3 updatedReplicas int
-  4 availableReplicas int; 5 unavailableReplicas int
-
-Deployment
-  1 metadata ObjectMeta; 2 spec DeploymentSpec!; 3 status DeploymentStatus!
-
-ConfigMap
-  1 metadata ObjectMeta; 2 data map<string>; 3 binaryData map<bytes>; 4 immutable bool!
-
-Secret
-  1 metadata ObjectMeta; 2 data map<bytes>; 3 type string; 4 stringData map<string>
-  5 immutable bool!
-
-NamespaceSpec
-  1 finalizers []string
-
-NamespaceStatus
-  1 phase string
-
-Namespace
-  1 metadata ObjectMeta; 2 spec NamespaceSpec!; 3 status NamespaceStatus!
-
-ServiceAccount
-  1 metadata ObjectMeta; 3 imagePullSecrets []LocalObjectReference
-  4 automountServiceAccountToken bool!
-"""
-
-_SCALARS: Final[dict[str, Decoder]] = {
-    "string": _string,
-    "bytes": _bytes,
-    "int": _int,
-    "bool": _bool,
-    "time": _time,
+_SPECIAL: Final[dict[str, Any]] = {
+    _META + "Time": lambda data: _time(data, micro=False),
+    _META + "MicroTime": lambda data: _time(data, micro=True),
+    _META + "Duration": _duration,
+    _META + "FieldsV1": lambda data: _raw_json(data, "FieldsV1"),
+    "k8s.io.apimachinery.pkg.runtime.RawExtension": lambda data: _raw_json(data, "RawExtension"),
+    "k8s.io.apimachinery.pkg.util.intstr.IntOrString": _int_or_string,
+    "k8s.io.apimachinery.pkg.api.resource.Quantity": _quantity,
+    "k8s.io.apimachinery.pkg.api.resource.QuantityValue": _quantity,
 }
 
 
-def _compile(schema: str) -> dict[str, Decoder]:
-    """Decoders for every message of ``schema`` (each may use the ones above it)."""
-    decoders: dict[str, Decoder] = {}
-    for paragraph in schema.strip().split("\n\n"):
-        name, *lines = paragraph.splitlines()
-        fields: dict[int, Field] = {}
-        keep: set[str] = set()
-        for spec in (item for line in lines for item in line.split(";")):
-            number, json_name, kind = spec.split()
-            if kind.endswith("!"):
-                kind = kind[:-1]
-                keep.add(json_name)
-            arity = "one"
-            if kind.startswith("[]"):
-                kind, arity = kind[2:], "many"
-            if kind.startswith("map<"):
-                decoder, arity = _map(_SCALARS[kind[4:-1]]), "map"
+# -- messages ---------------------------------------------------------------------------
+
+
+def _empty(value: Any) -> bool:
+    """Go's ``omitempty``: false, 0, "", and nil or empty slices and maps (never a struct)."""
+    return value is None or value is False or value == 0 or value in ("", [], {})
+
+
+def _value(typ: str, wire: int, raw: int | bytes, where: str) -> Any:
+    if typ in _SPECIAL or "." in typ:
+        if not isinstance(raw, bytes):
+            raise ProtobufError(f"{where}: a message was not length-delimited", reason=_MEDIA)
+        return decode_message(typ, raw)
+    return _scalar(typ, wire, raw, where)
+
+
+def decode_message(name: str, data: bytes, warnings: list[str] | None = None) -> Any:
+    """The JSON value of message ``name`` encoded as ``data``.
+
+    Unknown field numbers are dropped, as the apiserver's decoder drops them,
+    and reported in ``warnings`` so a client newer than this schema hears of it.
+    """
+    special = _SPECIAL.get(name)
+    if special is not None:
+        return special(data)
+    try:
+        entry = _schema()["messages"][name]
+    except KeyError:
+        raise ProtobufError(
+            f"protobuf message {name} is not known to this server", reason=_MEDIA
+        ) from None
+    fields: dict[str, list[Any]] = entry["fields"]
+    seen: dict[str, Any] = {}
+    for number, wire, raw in _fields(data):
+        spec = fields.get(str(number))
+        if spec is None:
+            if warnings is not None:
+                warnings.append(f"unknown field number {number} of {name} dropped")
+            continue
+        json_name, typ, arity, _flags = spec
+        where = f"{name}.{json_name}"
+        if arity == "map":
+            key, item = "", None
+            item_seen = False
+            if not isinstance(raw, bytes):
+                raise ProtobufError(f"{where}: a map entry was not length-delimited", reason=_MEDIA)
+            for entry_number, entry_wire, entry_raw in _fields(raw):
+                if entry_number == 1:
+                    key = _scalar("string", entry_wire, entry_raw, where)
+                elif entry_number == 2:
+                    item, item_seen = _value(typ, entry_wire, entry_raw, where), True
+            if not item_seen:
+                item = _zero(typ, "")
+            seen.setdefault(json_name, {})[key] = item
+        elif arity == "many":
+            items = seen.setdefault(json_name, [])
+            if wire == 2 and typ not in ("string", "bytes") and "." not in typ:
+                assert isinstance(raw, bytes)
+                items.extend(_packed(typ, raw, where))
             else:
-                decoder = _SCALARS.get(kind) or decoders[kind]
-            fields[int(number)] = (json_name, decoder, arity)
-        decoders[name.strip()] = _message(fields, name.strip(), frozenset(keep))
-    return decoders
+                items.append(_value(typ, wire, raw, where))
+        else:
+            seen[json_name] = _value(typ, wire, raw, where)
+    if entry.get("list"):
+        return next(iter(seen.values()), None)  # a named slice type: nil is JSON null
+    out: dict[str, Any] = {}
+    for json_name, typ, arity, flags in fields.values():
+        if json_name in seen:
+            value = seen[json_name]
+        elif "p" in flags or "?" in flags:
+            continue  # a nil pointer: not in JSON
+        else:
+            value = None if arity != "one" else _zero(typ, flags)
+        if "i" in flags:
+            if isinstance(value, dict):
+                out.update(value)
+            continue
+        if "p" in flags or "?" in flags:
+            out[json_name] = value
+        elif "z" in flags and (value is None or _is_zero_struct(typ, value) or _empty(value)):
+            continue
+        elif "e" in flags and _omittable(typ, arity) and _empty(value):
+            continue
+        else:
+            out[json_name] = value
+    return out
 
 
-_MESSAGES: Final = _compile(_SCHEMA)
-
-#: (apiVersion, kind) -> the decoder of the typed message.
-_KINDS: Final[dict[tuple[str, str], Decoder]] = {
-    (api_version, kind): _MESSAGES[kind]
-    for api_version, kind in (
-        ("v1", "ConfigMap"),
-        ("v1", "Secret"),
-        ("v1", "Namespace"),
-        ("apps/v1", "Deployment"),
-        ("v1", "ServiceAccount"),
-    )
-}
+def _omittable(typ: str, arity: str) -> bool:
+    """Whether ``omitempty`` can drop the field: never a struct, only scalars, slices, maps."""
+    if arity != "one" or "." not in typ:
+        return True
+    return typ not in _SPECIAL and bool(_schema()["messages"].get(typ, {}).get("list"))
 
 
-def supported_kinds() -> list[str]:
-    """``apiVersion/kind`` of every kind this decoder reads."""
-    return sorted(f"{av}/{kind}" for av, kind in _KINDS)
+def _zero(typ: str, flags: str) -> Any:
+    """What JSON shows for a non-pointer field the body did not carry (Go's zero value)."""
+    if typ in _ZERO_SCALAR:
+        return _ZERO_SCALAR[typ]
+    if "." not in typ:
+        return 0
+    return decode_message(typ, b"")
 
 
-def decode_object(body: bytes) -> dict[str, Any]:
+def _is_zero_struct(typ: str, value: Any) -> bool:
+    return "." in typ and value == _zero(typ, "")
+
+
+def decode_object(body: bytes, warnings: list[str] | None = None) -> dict[str, Any]:
     """The JSON object of a ``k8s\\x00`` + ``runtime.Unknown`` protobuf body."""
     if not body.startswith(MAGIC):
         raise ProtobufError("a protobuf body must start with the k8s\\x00 magic", reason=_MEDIA)
     api_version = kind = ""
     raw = b""
-    for number, value in _fields(body[len(MAGIC) :]):
+    for number, _wire, value in _fields(body[len(MAGIC) :]):
         if number == 1 and isinstance(value, bytes):
-            for tm_number, tm_value in _fields(value):
-                if tm_number == 1:
-                    api_version = _string(tm_value)
-                elif tm_number == 2:
-                    kind = _string(tm_value)
+            for tm_number, _tm_wire, tm_value in _fields(value):
+                if tm_number == 1 and isinstance(tm_value, bytes):
+                    api_version = tm_value.decode()
+                elif tm_number == 2 and isinstance(tm_value, bytes):
+                    kind = tm_value.decode()
         elif number == 2 and isinstance(value, bytes):
             raw = value
         elif number == 3 and value:
             raise ProtobufError("compressed protobuf bodies are not supported", reason=_MEDIA)
-    decoder = _KINDS.get((api_version, kind))
-    if decoder is None:
+    message = _schema()["kinds"].get(f"{api_version}/{kind}")
+    if message is None:
         raise ProtobufError(
-            f"protobuf bodies of {api_version or '?'}/{kind or '?'} are not supported by "
-            f"this server (it reads {', '.join(supported_kinds())}): send JSON, e.g. with "
-            "kubectl apply -f, or kubectl create ... --dry-run=client -o json | kubectl apply -f -",
+            f"protobuf bodies of {api_version or '?'}/{kind or '?'} are not supported by this "
+            "server (it reads the built-in kinds of Kubernetes; custom resources are always "
+            "sent as JSON): send JSON, e.g. with kubectl apply -f",
             reason=_MEDIA,
         )
-    obj: dict[str, Any] = {"apiVersion": api_version, "kind": kind}
-    obj.update(decoder(raw))
+    obj: dict[str, Any] = {"kind": kind, "apiVersion": api_version}
+    decoded = decode_message(message, raw, warnings)
+    assert isinstance(decoded, dict)
+    obj.update(decoded)
     return obj
