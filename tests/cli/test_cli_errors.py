@@ -14,6 +14,11 @@ from ownergc.cli._output import refusals
 from ownergc.errors import Forbidden, NotFound
 from tests.cli.cli_helpers import ROOT, start_serve, stop_serve
 
+if sys.version_info >= (3, 11):
+    from builtins import ExceptionGroup
+else:  # anyio's own dependency on 3.10
+    from exceptiongroup import ExceptionGroup
+
 
 def _ownergc(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
