@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from ownergc import __version__
 from ownergc._core.graph import COMPILED
 from ownergc.cli._logging import add_logging_arguments, configure_logging
-from ownergc.cli._output import is_broken_pipe, silence_stdout
+from ownergc.cli._output import is_broken_pipe, refusals, silence_stdout
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
@@ -74,11 +74,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as exc:
-        if not is_broken_pipe(exc):
+        if is_broken_pipe(exc):
+            # Output piped into `head` and the like: stop quietly, as Unix tools do.
+            silence_stdout()
+            return 141
+        errors = refusals(exc)
+        if not errors:
             raise
-        # Output piped into `head` and the like: stop quietly, as Unix tools do.
-        silence_stdout()
-        return 141
+        # A refusal by the store or the server (a 403 on deleting kube-public, an
+        # unreachable cluster): one line each, as kubectl prints them, and no traceback.
+        for message in dict.fromkeys(str(error) for error in errors):
+            print(f"ownergc {args.command}: {message}", file=sys.stderr)
+        return 1
     return int(result or 0)
 
 

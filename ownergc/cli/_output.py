@@ -6,7 +6,9 @@ import os
 import sys
 from collections.abc import Sequence
 
-__all__ = ["emit", "is_broken_pipe", "silence_stdout"]
+from ownergc.errors import OwnerGCError
+
+__all__ = ["emit", "is_broken_pipe", "refusals", "silence_stdout"]
 
 
 def silence_stdout() -> None:
@@ -21,6 +23,18 @@ def is_broken_pipe(exc: BaseException) -> bool:
         return True
     inner: Sequence[BaseException] = getattr(exc, "exceptions", None) or ()
     return bool(inner) and all(is_broken_pipe(e) for e in inner)
+
+
+def refusals(exc: BaseException) -> list[OwnerGCError]:
+    """The ownergc errors ``exc`` is made of (a task group's included), or [] if anything else
+    is in it: a refusal by the store or the server is a message for the user, a bug is not."""
+    inner: Sequence[BaseException] = getattr(exc, "exceptions", None) or ()
+    if isinstance(exc, OwnerGCError):
+        return [exc]
+    if not inner:
+        return []
+    found = [refusal for e in inner for refusal in refusals(e)]
+    return found if all(refusals(e) for e in inner) else []
 
 
 def emit(text: str) -> None:

@@ -8,15 +8,18 @@ nothing here can write to it.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
 from ownergc._kit.backends import load_backend
 from ownergc._kit.manifests import ManifestError, read_manifests
+from ownergc.cli._progress import Progress
 from ownergc.controller import is_monitored
 from ownergc.errors import BackendUnavailable, OwnerGCError
-from ownergc.protocols import APIResource, DiscoveryResult
+from ownergc.protocols import APIResource, DiscoveryResult, JSONDict
 
 if TYPE_CHECKING:
     from ownergc_backends.memory import InMemoryStore
@@ -26,6 +29,7 @@ __all__ = [
     "SourceError",
     "add_source_arguments",
     "inventory_from_args",
+    "list_resources",
     "load_into_store",
     "object_label",
     "open_cluster",
@@ -46,6 +50,8 @@ class Inventory:
     #: uid or "Kind ns/name" -> file#document, for messages (manifests only).
     sources: dict[str, str] = field(default_factory=dict)
     origin: str = "manifests"
+    #: The one namespace read from a cluster (with every cluster-scoped object), or None.
+    namespace: str | None = None
 
 
 def object_label(obj: dict[str, Any]) -> str:
@@ -87,8 +93,18 @@ def add_source_arguments(parser: Any, *, controller: bool = False) -> None:
         )
 
 
-async def inventory_from_args(args: Any) -> Inventory:
-    """Read the objects the command line names; raises :class:`SourceError`."""
+#: Given a cluster's resources, the one namespace a question is about (None: all of them).
+Scope = Callable[[Sequence[APIResource]], "str | None"]
+
+
+async def inventory_from_args(args: Any, *, scope: Scope | None = None) -> Inventory:
+    """Read the objects the command line names; raises :class:`SourceError`.
+
+    ``scope``: from a live cluster, read only the namespace it names plus the
+    cluster-scoped objects — all a question about that namespace can depend on,
+    as a namespaced object's owners and dependents live in its namespace or at
+    cluster scope.
+    """
     live = bool(args.kubeconfig or args.context or args.cluster)
     if args.filename and live:
         raise SourceError(
@@ -97,7 +113,7 @@ async def inventory_from_args(args: Any) -> Inventory:
     if args.filename:
         return inventory_from_manifests(args.filename)
     if live:
-        return await inventory_from_cluster(args.kubeconfig, args.context)
+        return await inventory_from_cluster(args.kubeconfig, args.context, scope=scope)
     raise SourceError(
         "nothing to read: give manifests with -f PATH, or a cluster with --kubeconfig PATH "
         "(or --cluster for KUBECONFIG / ~/.kube/config)"
@@ -141,26 +157,74 @@ async def open_cluster(
     return store, discovery
 
 
-async def inventory_from_cluster(kubeconfig: str | None, context: str | None) -> Inventory:
+#: Resources listed at once: enough to overlap round trips, few enough not to crowd a server.
+LIST_CONCURRENCY = 4
+
+
+async def list_resources(
+    store: Any,
+    resources: Sequence[APIResource],
+    *,
+    namespace: str | None = None,
+    metadata_only: bool | Sequence[bool] = True,
+    progress: Progress | None = None,
+) -> list[tuple[APIResource, list[JSONDict] | OwnerGCError]]:
+    """Each resource's items (or the error listing it gave), read concurrently, in order.
+
+    With ``namespace``, namespaced resources are read in that namespace only and
+    cluster-scoped ones whole.
+    """
+    results: list[tuple[APIResource, list[JSONDict] | OwnerGCError]] = [
+        (res, []) for res in resources
+    ]
+    full = [metadata_only] * len(resources) if isinstance(metadata_only, bool) else metadata_only
+    limiter = anyio.CapacityLimiter(LIST_CONCURRENCY)
+
+    async def one(index: int, res: APIResource) -> None:
+        async with limiter:
+            if progress is not None:
+                progress.reading(res.group_resource)
+            try:
+                listed = await store.list(
+                    res,
+                    namespace=namespace if res.namespaced else None,
+                    metadata_only=full[index],
+                )
+            except OwnerGCError as exc:
+                results[index] = (res, exc)
+                return
+            results[index] = (res, listed.items)
+            if progress is not None:
+                progress.read(res.group_resource, len(listed.items))
+
+    async with anyio.create_task_group() as tg:
+        for index, res in enumerate(resources):
+            tg.start_soon(one, index, res)
+    return results
+
+
+async def inventory_from_cluster(
+    kubeconfig: str | None, context: str | None, *, scope: Scope | None = None
+) -> Inventory:
     store, discovery = await open_cluster(kubeconfig, context)
     objects: list[dict[str, Any]] = []
     async with store:
         resources = list(discovery.resources)
-        for res in resources:
-            # What kube-controller-manager's GC reads: deletable resources only
-            # (ComponentStatuses, for one, are listable but not deletable and
-            # carry no uid), events left out.
-            if not is_monitored(res):
-                continue
-            try:
-                listed = await store.list(res, metadata_only=True)
-            except OwnerGCError as exc:
-                raise SourceError(f"listing {res.group_resource} failed: {exc}") from None
-            for item in listed.items:
+        namespace = scope(resources) if scope is not None else None
+        # What kube-controller-manager's GC reads: deletable resources only
+        # (ComponentStatuses, for one, are listable but not deletable and
+        # carry no uid), events left out.
+        monitored = [res for res in resources if is_monitored(res)]
+        with Progress("reading", len(monitored)) as progress:
+            listed = await list_resources(store, monitored, namespace=namespace, progress=progress)
+        for res, items in listed:
+            if isinstance(items, OwnerGCError):
+                raise SourceError(f"listing {res.group_resource} failed: {items}") from None
+            for item in items:
                 objects.append(
                     {"apiVersion": res.api_version, "kind": res.kind, "metadata": item["metadata"]}
                 )
-    return Inventory(objects, resources=resources, origin="cluster")
+    return Inventory(objects, resources=resources, origin="cluster", namespace=namespace)
 
 
 def load_into_store(store: InMemoryStore, inv: Inventory) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 import anyio
@@ -125,12 +126,30 @@ def resolve_kind(resources: list[APIResource], text: str) -> APIResource:
     return matches[0]
 
 
+def _scope(resources: Sequence[APIResource], args: argparse.Namespace) -> str | None:
+    """The namespace whose content is all a delete of the target can reach, or None.
+
+    A namespaced object's dependents live in its namespace (a reference from
+    elsewhere is invalid, and the collector deletes such a dependent whatever
+    happens to the owner), and a namespace's deletion reaches only its content;
+    a cluster-scoped owner's dependents can be anywhere.
+    """
+    kind_text, _, name = str(args.delete).partition("/")
+    try:
+        resource = resolve_kind(list(resources), kind_text)
+    except SourceError:
+        return None  # reported after reading, with the cluster's own discovery
+    if resource.group == "" and resource.resource == "namespaces":
+        return name
+    return str(args.namespace) if resource.namespaced else None
+
+
 async def _preview(args: argparse.Namespace) -> int:
     from ownergc._core.preview import build_report, render_text, report_to_json
     from ownergc.protocols import PropagationPolicy
     from ownergc.testing._cluster import EmbeddedCluster, new_store
 
-    inv = await inventory_from_args(args)
+    inv = await inventory_from_args(args, scope=lambda resources: _scope(resources, args))
     store = new_store()
     load_into_store(store, inv)
     initial = [o for o in store.snapshot() if o["kind"] != "Event"]

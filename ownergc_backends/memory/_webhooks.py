@@ -1,0 +1,541 @@
+"""Admission webhooks as kube-apiserver calls them (admission.k8s.io/v1).
+
+The apiserver's ``MutatingAdmissionWebhook`` and ``ValidatingAdmissionWebhook``
+plugins, for the facade's admission chain: for each write, find the webhooks of
+the stored ``MutatingWebhookConfiguration`` / ``ValidatingWebhookConfiguration``
+objects whose rules, scope, ``namespaceSelector`` and ``objectSelector`` match
+(with ``matchPolicy: Equivalent`` across the versions of one resource), send
+each an ``AdmissionReview``, and act on the answers: JSONPatch patches from
+mutating hooks applied in order, denials turned into the error the client
+sees (``admission webhook "x" denied the request: …``), warnings passed on,
+``failurePolicy`` on a call that fails, ``sideEffects`` checked on dry run.
+
+What is not done, and said in docs/serve.md: ``matchConditions`` (CEL) are not
+evaluated (the webhook is called as if they matched), ``reinvocationPolicy:
+IfNeeded`` is treated as ``Never``, an object matched through an equivalent
+version is sent with only its ``apiVersion`` changed (exact for custom
+resources, whose versions differ only in name unless a conversion webhook
+is involved), and a ``service`` client config is reached through its
+Endpoints' first address (serve has no cluster network).
+
+Matching is pure (``matching_webhooks``); the calls go through a
+``WebhookCaller`` so the tests can count them and the dispatcher never holds
+a socket itself.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import ssl
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Final, Protocol
+from urllib.parse import urlsplit
+
+import anyio
+import anyio.abc
+
+from ownergc.errors import APIError, BadRequest, Forbidden, ServerError
+from ownergc.protocols import JSONDict
+
+from ._patch import apply_json_patch, copy_json
+from ._selectors import _Requirement
+
+__all__ = [
+    "AdmissionAttributes",
+    "CallFailed",
+    "MatchedWebhook",
+    "WebhookAdmission",
+    "WebhookCaller",
+    "WebhookSource",
+    "label_selector_matches",
+    "matching_webhooks",
+]
+
+REVIEW_VERSION: Final = "admission.k8s.io/v1"
+REGISTRATION: Final = "admissionregistration.k8s.io"
+#: Requests on these are never sent to webhooks, or a bad hook could lock itself in.
+_EXEMPT: Final = frozenset(
+    {
+        (REGISTRATION, "mutatingwebhookconfigurations"),
+        (REGISTRATION, "validatingwebhookconfigurations"),
+        (REGISTRATION, "validatingadmissionpolicies"),
+        (REGISTRATION, "validatingadmissionpolicybindings"),
+        (REGISTRATION, "mutatingadmissionpolicies"),
+        (REGISTRATION, "mutatingadmissionpolicybindings"),
+    }
+)
+DEFAULT_TIMEOUT: Final = 10
+
+
+@dataclass(frozen=True)
+class AdmissionAttributes:
+    """One write as admission sees it (k8s.io/apiserver's ``admission.Attributes``)."""
+
+    operation: str  # CREATE, UPDATE, DELETE, CONNECT
+    group: str
+    version: str
+    resource: str
+    kind: str
+    namespace: str  # "" for cluster-scoped objects
+    name: str
+    object: JSONDict | None
+    old_object: JSONDict | None = None
+    subresource: str = ""
+    dry_run: bool = False
+    options: JSONDict | None = None
+    user_info: JSONDict = field(
+        default_factory=lambda: {"username": "system:admin", "groups": ["system:masters"]}
+    )
+
+
+@dataclass(frozen=True)
+class MatchedWebhook:
+    """A webhook that applies to a request, and the resource it was matched as."""
+
+    configuration: str
+    webhook: JSONDict
+    group: str
+    version: str
+    resource: str
+    kind: str
+
+    @property
+    def name(self) -> str:
+        return str(self.webhook.get("name", ""))
+
+
+class WebhookSource(Protocol):
+    """What the dispatcher reads from the cluster it admits for."""
+
+    def webhook_configurations(self, kind: str) -> Sequence[JSONDict]:
+        """The stored ``MutatingWebhookConfiguration`` or ``ValidatingWebhookConfiguration``
+        objects (``kind`` names which)."""
+        ...
+
+    def namespace_labels(self, name: str) -> Mapping[str, str] | None:
+        """The labels of namespace ``name``, or None when it does not exist."""
+        ...
+
+    def equivalents(self, group: str, resource: str) -> Sequence[tuple[str, str, str, str]]:
+        """(group, version, resource, kind) of every served version of the same resource."""
+        ...
+
+    def service_address(self, namespace: str, name: str, port: int) -> tuple[str, int] | None:
+        """Where a Service's webhook is reached (its Endpoints), or None."""
+        ...
+
+
+class CallFailed(Exception):
+    """A webhook call that produced no usable answer (subject to ``failurePolicy``)."""
+
+
+#: (url, TLS context or None for http, server name for SNI, body, timeout) -> (status, body)
+WebhookCaller = Callable[
+    [str, "ssl.SSLContext | None", str, bytes, float], Awaitable[tuple[int, bytes]]
+]
+
+
+# -- matching (pure) ---------------------------------------------------------------------
+
+
+def label_selector_matches(selector: JSONDict | None, labels: Mapping[str, str]) -> bool:
+    """A ``metav1.LabelSelector`` object against labels; empty or absent matches everything."""
+    if not selector:
+        return True
+    requirements = [
+        _Requirement(k, "=", frozenset([str(v)]))
+        for k, v in (selector.get("matchLabels") or {}).items()
+    ]
+    operators = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!"}
+    for expression in selector.get("matchExpressions") or ():
+        op = operators.get(str(expression.get("operator")))
+        if op is None:
+            return False  # an operator the server would have refused: match nothing
+        values = frozenset(str(v) for v in expression.get("values") or ())
+        requirements.append(_Requirement(str(expression.get("key", "")), op, values))
+    plain = dict(labels)
+    return all(r.matches(plain) for r in requirements)
+
+
+def _listed(values: Iterable[Any] | None, value: str) -> bool:
+    listed = [str(v) for v in values or ()]
+    return "*" in listed or value in listed
+
+
+def _resource_listed(patterns: Iterable[Any] | None, resource: str, subresource: str) -> bool:
+    for pattern in patterns or ():
+        res, _, sub = str(pattern).partition("/")
+        if (res in ("*", resource)) and (sub == "*" or sub == subresource):
+            return True
+    return False
+
+
+def _rule_matches(
+    rule: JSONDict, attrs: AdmissionAttributes, group: str, version: str, resource: str
+) -> bool:
+    if not _listed(rule.get("operations"), attrs.operation):
+        return False
+    if not (_listed(rule.get("apiGroups"), group) and _listed(rule.get("apiVersions"), version)):
+        return False
+    if not _resource_listed(rule.get("resources"), resource, attrs.subresource):
+        return False
+    scope = rule.get("scope") or "*"
+    cluster_scoped = attrs.namespace == "" or (group == "" and resource == "namespaces")
+    if scope == "Cluster":
+        return cluster_scoped
+    if scope == "Namespaced":
+        return not cluster_scoped
+    return True
+
+
+def _object_labels(obj: JSONDict | None) -> Mapping[str, str] | None:
+    if obj is None:
+        return None
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return labels if isinstance(labels, dict) else {}
+
+
+def _selectors_match(webhook: JSONDict, attrs: AdmissionAttributes, source: WebhookSource) -> bool:
+    namespace_selector = webhook.get("namespaceSelector")
+    if namespace_selector:
+        if attrs.group == "" and attrs.resource == "namespaces":
+            # A Namespace itself is matched by its own labels.
+            labels = _object_labels(attrs.object) or _object_labels(attrs.old_object) or {}
+            if not label_selector_matches(namespace_selector, labels):
+                return False
+        elif attrs.namespace:
+            ns_labels = source.namespace_labels(attrs.namespace)
+            if not label_selector_matches(namespace_selector, ns_labels or {}):
+                return False
+    object_selector = webhook.get("objectSelector")
+    if object_selector:
+        candidates = [
+            labels
+            for labels in (_object_labels(attrs.object), _object_labels(attrs.old_object))
+            if labels is not None
+        ]
+        if not any(label_selector_matches(object_selector, labels) for labels in candidates):
+            return False
+    return True
+
+
+def matching_webhooks(
+    kind: str, attrs: AdmissionAttributes, source: WebhookSource
+) -> list[MatchedWebhook]:
+    """The webhooks of ``kind`` (``Mutating`` / ``Validating``) configurations that apply, in
+    the order the apiserver calls them: configurations by name, webhooks as listed."""
+    if (attrs.group, attrs.resource) in _EXEMPT:
+        return []
+    configurations = sorted(
+        source.webhook_configurations(kind),
+        key=lambda c: str((c.get("metadata") or {}).get("name", "")),
+    )
+    matched: list[MatchedWebhook] = []
+    for configuration in configurations:
+        config_name = str((configuration.get("metadata") or {}).get("name", ""))
+        for webhook in configuration.get("webhooks") or ():
+            found = _match_resource(webhook, attrs, source)
+            if found is None or not _selectors_match(webhook, attrs, source):
+                continue
+            group, version, resource, kind_name = found
+            matched.append(
+                MatchedWebhook(config_name, webhook, group, version, resource, kind_name)
+            )
+    return matched
+
+
+def _match_resource(
+    webhook: JSONDict, attrs: AdmissionAttributes, source: WebhookSource
+) -> tuple[str, str, str, str] | None:
+    rules = webhook.get("rules") or ()
+    exact = (attrs.group, attrs.version, attrs.resource, attrs.kind)
+    if any(_rule_matches(rule, attrs, *exact[:3]) for rule in rules):
+        return exact
+    if (webhook.get("matchPolicy") or "Equivalent") != "Equivalent":
+        return None
+    for candidate in source.equivalents(attrs.group, attrs.resource):
+        if candidate[:3] != exact[:3] and any(
+            _rule_matches(rule, attrs, *candidate[:3]) for rule in rules
+        ):
+            return candidate
+    return None
+
+
+# -- the review --------------------------------------------------------------------------
+
+
+def _as_version(obj: JSONDict | None, group: str, version: str) -> JSONDict | None:
+    if obj is None:
+        return None
+    converted = dict(obj)
+    converted["apiVersion"] = f"{group}/{version}" if group else version
+    return converted
+
+
+def admission_review(hook: MatchedWebhook, attrs: AdmissionAttributes, uid: str) -> JSONDict:
+    """The ``AdmissionReview`` request a webhook receives for ``attrs``."""
+    same = (hook.group, hook.version, hook.resource) == (attrs.group, attrs.version, attrs.resource)
+    request: JSONDict = {
+        "uid": uid,
+        "kind": {"group": hook.group, "version": hook.version, "kind": hook.kind},
+        "resource": {"group": hook.group, "version": hook.version, "resource": hook.resource},
+        "requestKind": {"group": attrs.group, "version": attrs.version, "kind": attrs.kind},
+        "requestResource": {
+            "group": attrs.group,
+            "version": attrs.version,
+            "resource": attrs.resource,
+        },
+        "name": attrs.name,
+        "operation": attrs.operation,
+        "userInfo": attrs.user_info,
+        "object": attrs.object if same else _as_version(attrs.object, hook.group, hook.version),
+        "oldObject": attrs.old_object
+        if same
+        else _as_version(attrs.old_object, hook.group, hook.version),
+        "dryRun": attrs.dry_run,
+        "options": attrs.options,
+    }
+    if attrs.subresource:
+        request["subResource"] = attrs.subresource
+        request["requestSubResource"] = attrs.subresource
+    if attrs.namespace:
+        request["namespace"] = attrs.namespace
+    return {"apiVersion": REVIEW_VERSION, "kind": "AdmissionReview", "request": request}
+
+
+def denial(webhook_name: str, status: JSONDict | None) -> APIError:
+    """The error a client gets when a webhook says no (code ≥ 400, the hook's message)."""
+    status = status or {}
+    denied_by = f'admission webhook "{webhook_name}" denied the request'
+    message = str(status.get("message") or "")
+    reason = str(status.get("reason") or "")
+    if message:
+        text = f"{denied_by}: {message}"
+    elif reason:
+        text = f"{denied_by}: {reason}"
+    else:
+        text = f"{denied_by} without explanation"
+    code = status.get("code")
+    code = code if isinstance(code, int) and code >= 400 else 400
+    kind: type[APIError] = {400: BadRequest, 403: Forbidden}.get(code, APIError)
+    error = kind(text, code=code)
+    error.reason = reason  # as the hook gave it: kubectl prints no "(Reason)" for ""
+    return error
+
+
+@dataclass
+class AdmissionOutcome:
+    """What admission leaves of a request: the (possibly patched) object and the warnings."""
+
+    object: JSONDict | None
+    warnings: list[str] = field(default_factory=list)
+
+
+class WebhookAdmission:
+    """Both webhook plugins over one ``WebhookSource``."""
+
+    def __init__(self, source: WebhookSource, *, caller: WebhookCaller | None = None) -> None:
+        self._source = source
+        self._call = caller or post_review
+
+    async def mutate(self, attrs: AdmissionAttributes) -> AdmissionOutcome:
+        """Call the matching mutating webhooks in order; each sees the previous one's patch."""
+        outcome = AdmissionOutcome(attrs.object)
+        for hook in matching_webhooks("Mutating", attrs, self._source):
+            current = replace(attrs, object=outcome.object)
+            response = await self._review(hook, current)
+            if response is None:
+                continue
+            outcome.warnings.extend(_warnings(response))
+            if not response.get("allowed"):
+                raise denial(hook.name, response.get("status"))
+            patch = response.get("patch")
+            if patch and outcome.object is not None:
+                outcome.object = self._patched(hook, outcome.object, response)
+        return outcome
+
+    async def validate(self, attrs: AdmissionAttributes) -> list[str]:
+        """Call the matching validating webhooks at once; the first (in order) to refuse wins."""
+        hooks = matching_webhooks("Validating", attrs, self._source)
+        results: list[JSONDict | BaseException | None] = [None] * len(hooks)
+
+        async def one(index: int, hook: MatchedWebhook) -> None:
+            try:
+                results[index] = await self._review(hook, attrs)
+            except APIError as exc:
+                results[index] = exc
+
+        async with anyio.create_task_group() as tg:
+            for index, hook in enumerate(hooks):
+                tg.start_soon(one, index, hook)
+        warnings: list[str] = []
+        for hook, result in zip(hooks, results, strict=True):
+            if isinstance(result, BaseException):
+                raise result
+            if result is None:
+                continue
+            warnings.extend(_warnings(result))
+            if not result.get("allowed"):
+                raise denial(hook.name, result.get("status"))
+        return warnings
+
+    def _patched(self, hook: MatchedWebhook, obj: JSONDict, response: JSONDict) -> JSONDict:
+        if response.get("patchType") != "JSONPatch":
+            raise self._failure(hook, f"unsupported patch type {response.get('patchType')!r}")
+        try:
+            operations = json.loads(base64.b64decode(str(response["patch"])))
+            patched = apply_json_patch(copy_json(obj), operations)
+        except (ValueError, TypeError, APIError) as exc:
+            raise self._failure(hook, f"the patch could not be applied: {exc}") from None
+        if not isinstance(patched, dict):
+            raise self._failure(hook, "the patch did not leave an object")
+        return patched
+
+    def _failure(self, hook: MatchedWebhook, why: str) -> APIError:
+        return ServerError(
+            f'Internal error occurred: failed calling webhook "{hook.name}": {why}',
+            reason="InternalError",
+        )
+
+    async def _review(self, hook: MatchedWebhook, attrs: AdmissionAttributes) -> JSONDict | None:
+        """The webhook's ``response``, or None where a failed call is ignored (``Ignore``)."""
+        webhook = hook.webhook
+        side_effects = webhook.get("sideEffects") or "Unknown"
+        if attrs.dry_run and side_effects not in ("None", "NoneOnDryRun"):
+            raise BadRequest(
+                f'admission webhook "{hook.name}" does not support dry run', reason="BadRequest"
+            )
+        try:
+            return await self._call_once(hook, attrs)
+        except CallFailed as exc:
+            if (webhook.get("failurePolicy") or "Fail") == "Ignore":
+                return None
+            raise self._failure(hook, str(exc)) from None
+
+    async def _call_once(self, hook: MatchedWebhook, attrs: AdmissionAttributes) -> JSONDict:
+        webhook = hook.webhook
+        versions = webhook.get("admissionReviewVersions") or ()
+        if "v1" not in versions:
+            raise CallFailed(f"webhook does not accept v1 AdmissionReview (it lists {versions})")
+        url, server_name = self._endpoint(webhook.get("clientConfig") or {})
+        context = _tls_context((webhook.get("clientConfig") or {}).get("caBundle"))
+        uid = str(uuid.uuid4())
+        body = json.dumps(admission_review(hook, attrs, uid)).encode()
+        timeout = webhook.get("timeoutSeconds")
+        seconds = (
+            float(timeout) if isinstance(timeout, int) and 1 <= timeout <= 30 else DEFAULT_TIMEOUT
+        )
+        try:
+            with anyio.fail_after(seconds):
+                status, answer = await self._call(url, context, server_name, body, seconds)
+        except TimeoutError:
+            raise CallFailed(f"Post {url!r}: context deadline exceeded") from None
+        except (OSError, ssl.SSLError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
+            raise CallFailed(f"Post {url!r}: {exc}") from None
+        if status != 200:
+            raise CallFailed(f"expected response code 200 from {url!r}, got {status}")
+        try:
+            review = json.loads(answer)
+            response = review["response"]
+        except (ValueError, KeyError, TypeError):
+            raise CallFailed("the answer is not an AdmissionReview with a response") from None
+        if not isinstance(response, dict) or response.get("uid") != uid:
+            raise CallFailed(
+                f"expected response.uid={uid!r}, got {response.get('uid')!r}"
+                if isinstance(response, dict)
+                else "the response is not an object"
+            )
+        return response
+
+    def _endpoint(self, config: JSONDict) -> tuple[str, str]:
+        url = config.get("url")
+        if isinstance(url, str) and url:
+            parts = urlsplit(url)
+            if parts.scheme != "https" or not parts.hostname:
+                raise CallFailed(f"webhook URL {url!r} must be https://host[:port]/path")
+            return url, parts.hostname
+        service = config.get("service")
+        if not isinstance(service, dict):
+            raise CallFailed("the client config names neither a url nor a service")
+        namespace, name = str(service.get("namespace", "")), str(service.get("name", ""))
+        port = int(service.get("port") or 443)
+        address = self._source.service_address(namespace, name, port)
+        if address is None:
+            raise CallFailed(
+                f'service "{name}" in namespace "{namespace}" has no endpoints '
+                "(serve has no cluster network: give the Service Endpoints)"
+            )
+        host, target = address
+        path = str(service.get("path") or "/")
+        return f"https://{host}:{target}{path}", f"{name}.{namespace}.svc"
+
+
+def _warnings(response: JSONDict) -> list[str]:
+    return [str(w) for w in response.get("warnings") or () if str(w)]
+
+
+def _tls_context(ca_bundle: Any) -> ssl.SSLContext:
+    context = ssl.create_default_context()
+    if ca_bundle:
+        try:
+            pem = base64.b64decode(str(ca_bundle)).decode()
+            context = ssl.create_default_context(cadata=pem)
+        except (ValueError, ssl.SSLError) as exc:
+            raise CallFailed(f"the caBundle is not PEM certificates: {exc}") from None
+    return context
+
+
+async def post_review(
+    url: str, context: ssl.SSLContext | None, server_name: str, body: bytes, timeout: float
+) -> tuple[int, bytes]:
+    """One HTTPS POST of an AdmissionReview (HTTP/1.1 framed by h11)."""
+    import h11
+
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    if context is not None:
+        stream: anyio.abc.ByteStream = await anyio.connect_tcp(
+            host,
+            port,
+            ssl_context=context,
+            tls_standard_compatible=False,
+            tls_hostname=server_name or host,
+        )
+    else:
+        stream = await anyio.connect_tcp(host, port)
+    connection = h11.Connection(h11.CLIENT)
+    async with stream:
+        headers = [
+            ("Host", parts.netloc),
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json"),
+            ("Content-Length", str(len(body))),
+            ("User-Agent", "ownergc-serve-admission"),
+        ]
+        await stream.send(
+            connection.send(h11.Request(method="POST", target=target, headers=headers)) or b""
+        )
+        await stream.send(connection.send(h11.Data(data=body)) or b"")
+        await stream.send(connection.send(h11.EndOfMessage()) or b"")
+        status = 0
+        chunks: list[bytes] = []
+        while True:
+            event = connection.next_event()
+            if event is h11.NEED_DATA:
+                try:
+                    data = await stream.receive()
+                except anyio.EndOfStream:
+                    data = b""
+                connection.receive_data(data)
+                continue
+            if isinstance(event, h11.Response):
+                status = event.status_code
+            elif isinstance(event, h11.Data):
+                chunks.append(bytes(event.data))
+            elif isinstance(event, (h11.EndOfMessage, h11.ConnectionClosed)):
+                return status, b"".join(chunks)
