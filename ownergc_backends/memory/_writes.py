@@ -1,12 +1,20 @@
-"""Create, update and DELETE as kube-apiserver's registry does them, inside the store's lock."""
+"""The write rules: create, update and DELETE as kube-apiserver's registry does them
+(validation, defaulting, server-owned fields, finalizers, the GC finalizers of a
+DELETE, removal when the last finalizer goes), the NamespaceLifecycle admission
+and the namespace registry's DELETE, and the CRD lifecycle (a CRD serves its
+kind; deleting it deletes its objects first). Every method here runs inside the
+storage's write section (``..._locked``): the façade takes the lock.
+"""
 
 from __future__ import annotations
 
+import builtins
 import secrets
+from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 import anyio
-import anyio.lowlevel
 
 from ownergc.errors import (
     AlreadyExists,
@@ -22,7 +30,8 @@ from ownergc.protocols import (
     PropagationPolicy,
 )
 
-from ._crd import CRD_CLEANUP_FINALIZER, CRDServing
+from ._core import check_type, conflict, decode_meta, invalid, json_body, not_found
+from ._crd import CRD_CLEANUP_FINALIZER, CRDServing, crd_serving, crd_status
 from ._deletion import (
     deletion_finalizers_for_garbage_collection,
     mark_as_deleting,
@@ -41,7 +50,8 @@ from ._objects import (
 from ._patch import (
     json_equal,
 )
-from ._registry import StoreRegistry
+from ._registry import CRD_KEY, ResourceRegistry
+from ._storage import ObjectStorage
 from ._validation import (
     FINALIZER_FOREGROUND,
     FINALIZER_ORPHAN,
@@ -52,11 +62,55 @@ from ._validation import (
     validate_owner_references,
 )
 
-__all__ = ["StoreWrites"]
+__all__ = ["WriteRules"]
 
 
-class StoreWrites(StoreRegistry):
-    """Create, update and delete of :class:`~ownergc_backends.memory.InMemoryStore`."""
+class WriteRules:
+    """Create, update and delete over a storage and a registry.
+
+    ``clock`` stamps creation and deletion times, ``uid_factory`` makes uids;
+    ``terminating_namespaces`` turns on the namespace registry's DELETE (see
+    :class:`~ownergc_backends.memory.InMemoryStore`).
+    """
+
+    def __init__(
+        self,
+        storage: ObjectStorage,
+        registry: ResourceRegistry,
+        *,
+        clock: Callable[[], datetime],
+        uid_factory: Callable[[], str],
+        terminating_namespaces: bool = False,
+    ) -> None:
+        self._storage = storage
+        self._registry = registry
+        self._clock = clock
+        self._uid_factory = uid_factory
+        self._terminating_namespaces = terminating_namespaces
+        #: CRDs whose cleanup is running (their objects' removals must not re-enter it).
+        self._crd_cleaning: set[str] = set()
+
+    def remove_locked(
+        self, storage: _Storage, namespace: str, name: str, last: JSONDict, wake: list[anyio.Event]
+    ) -> JSONDict:
+        """Remove an object; removing a CRD stops serving its kinds, removing a custom
+        object may end its terminating CRD's cleanup."""
+        gone = self._storage.remove_locked(storage, namespace, name, last, wake)
+        if self._registry.is_crd_bucket(storage):
+            self._crd_removed_locked(gone, wake)
+        else:
+            crd = self._registry.crd_serving(storage)
+            if crd is not None:
+                self._crd_instance_removed_locked(crd, wake)
+        return gone
+
+    def unregister_locked(self, storage: _Storage, wake: list[anyio.Event]) -> None:
+        """Stop serving a resource: its objects are removed (watchers get a DELETED
+        event for each, then their stream ends)."""
+        for obj in builtins.list(storage.iter_sorted(None)):
+            meta = _meta(obj)
+            self.remove_locked(storage, meta.get("namespace", ""), meta["name"], obj, wake)
+        self._registry.forget_locked(storage, wake)
 
     def _generate_name(self, storage: _Storage, namespace: str, prefix: str) -> str:
         for _ in range(16):
@@ -68,7 +122,7 @@ class StoreWrites(StoreRegistry):
 
     def _admit_namespace(self, storage: _Storage, namespace: str, name: str) -> None:
         """NamespaceLifecycle admission for creates."""
-        ns_obj = self._storages[("", "namespaces")].lookup("", namespace)
+        ns_obj = self._storage.buckets[("", "namespaces")].lookup("", namespace)
         if ns_obj is None:
             raise NotFound(
                 f'namespaces "{namespace}" not found',
@@ -85,7 +139,7 @@ class StoreWrites(StoreRegistry):
                 },
             )
 
-    def _create_locked(
+    def create_locked(
         self,
         storage: _Storage,
         version: str,
@@ -99,15 +153,15 @@ class StoreWrites(StoreRegistry):
         """Create; with ``load`` the object keeps the uid, timestamps, generation and
         deletion state it carries (a copy of an object from elsewhere)."""
         spec = storage.spec
-        crd = self._crd_serving_storage(storage)
+        crd = self._registry.crd_serving(storage)
         if crd is not None and "deletionTimestamp" in _meta(crd) and not load:
             raise MethodNotAllowed(
                 "create not allowed while custom resource definition is terminating",
                 reason="MethodNotAllowed",
             )
-        body = self._body(obj, "the object to create")
-        self._check_type(storage, body)
-        meta = self._decode_meta(body.get("metadata"))
+        body = json_body(obj, "the object to create")
+        check_type(storage, body)
+        meta = decode_meta(body.get("metadata"))
         if spec.namespaced:
             own = meta.get("namespace")
             if namespace and own and own != namespace:
@@ -178,7 +232,7 @@ class StoreWrites(StoreRegistry):
         errors += validate_finalizers(meta.get("finalizers", []))
         errors += validate_owner_references(meta.get("ownerReferences", []))
         if errors:
-            raise self._invalid(storage, name, errors)
+            raise invalid(storage, name, errors)
         if storage.lookup(ns, name) is not None:
             raise AlreadyExists(
                 f'{storage.group_resource} "{name}" already exists',
@@ -212,19 +266,19 @@ class StoreWrites(StoreRegistry):
         if spec.group == "apiregistration.k8s.io" and spec.resource == "apiservices":
             self._api_service_availability(stored, format_time(self._clock()))
         serving: CRDServing | None = None
-        if self._is_crd_storage(storage):
+        if self._registry.is_crd_bucket(storage):
             serving, crd_errors = self._crd_admit(stored, None)
             if crd_errors:
-                raise self._invalid(storage, name, crd_errors)
+                raise invalid(storage, name, crd_errors)
             finalizers = meta.setdefault("finalizers", [])
             if CRD_CLEANUP_FINALIZER not in finalizers and not load:
                 finalizers.append(CRD_CLEANUP_FINALIZER)
-        out = self._store_locked(storage, "ADDED", stored, wake)
+        out = self._storage.store_locked(storage, "ADDED", stored, wake)
         if serving is not None:
             self._crd_serve_locked(name, serving, wake)
         return out
 
-    def _update_locked(
+    def update_locked(
         self,
         storage: _Storage,
         existing: JSONDict,
@@ -246,8 +300,8 @@ class StoreWrites(StoreRegistry):
         old = _meta(existing)
         name = old["name"]
         namespace = old.get("namespace", "")
-        self._check_type(storage, body)
-        meta = self._decode_meta(body.get("metadata"))
+        check_type(storage, body)
+        meta = decode_meta(body.get("metadata"))
         if meta.get("name", name) != name:
             raise BadRequest(
                 f"the name of the object ({meta['name']}) does not match the name on the URL "
@@ -268,7 +322,7 @@ class StoreWrites(StoreRegistry):
         rv = meta.get("resourceVersion")
         if rv is None:
             if not is_patch and not spec.allow_unconditional_update:
-                raise self._invalid(
+                raise invalid(
                     storage,
                     name,
                     [
@@ -281,7 +335,7 @@ class StoreWrites(StoreRegistry):
                     ],
                 )
         elif rv != old["resourceVersion"]:
-            raise self._conflict(
+            raise conflict(
                 storage,
                 name,
                 "the object has been modified; please apply your changes to the latest "
@@ -326,7 +380,7 @@ class StoreWrites(StoreRegistry):
         errors += validate_finalizers(finalizers)
         errors += validate_owner_references(meta.get("ownerReferences", []))
         if errors:
-            raise self._invalid(storage, name, errors)
+            raise invalid(storage, name, errors)
 
         new: JSONDict = {"apiVersion": existing["apiVersion"], "kind": spec.kind, "metadata": meta}
         for key, value in body.items():
@@ -336,19 +390,19 @@ class StoreWrites(StoreRegistry):
             meta["generation"] += 1
 
         serving: CRDServing | None = None
-        if self._is_crd_storage(storage) and old_deletion is None:
+        if self._registry.is_crd_bucket(storage) and old_deletion is None:
             serving, crd_errors = self._crd_admit(new, existing)
             if crd_errors:
-                raise self._invalid(storage, name, crd_errors)
+                raise invalid(storage, name, crd_errors)
         if should_delete_during_update(finalizers, old) and not self._namespace_held(storage, new):
             # The last finalizer of a deleting object went away.
-            gone = self._remove_locked(storage, namespace, name, existing, wake)
+            gone = self.remove_locked(storage, namespace, name, existing, wake)
             new["metadata"] = _ordered({**meta, "resourceVersion": _meta(gone)["resourceVersion"]})
             return new
         new["metadata"] = _ordered(meta)
         if json_equal(new, existing):
             return existing  # a no-op write is not stored (no new rv, no event)
-        out = self._store_locked(storage, "MODIFIED", new, wake)
+        out = self._storage.store_locked(storage, "MODIFIED", new, wake)
         if serving is not None:
             self._crd_serve_locked(name, serving, wake)
         return out
@@ -361,7 +415,7 @@ class StoreWrites(StoreRegistry):
         ns_spec = obj.get("spec")
         return isinstance(ns_spec, dict) and bool(ns_spec.get("finalizers"))
 
-    def _delete_locked(
+    def delete_locked(
         self,
         storage: _Storage,
         version: str,
@@ -381,11 +435,11 @@ class StoreWrites(StoreRegistry):
             )
         existing = storage.lookup(namespace, name)
         if existing is None:
-            raise self._not_found(storage, name)
+            raise not_found(storage, name)
         meta = _meta(existing)
         if preconditions is not None:
             if preconditions.uid is not None and preconditions.uid != meta["uid"]:
-                raise self._conflict(
+                raise conflict(
                     storage,
                     name,
                     f"the UID in the precondition ({preconditions.uid}) does not match the UID "
@@ -396,7 +450,7 @@ class StoreWrites(StoreRegistry):
                 preconditions.resource_version is not None
                 and preconditions.resource_version != meta["resourceVersion"]
             ):
-                raise self._conflict(
+                raise conflict(
                     storage,
                     name,
                     f"the ResourceVersion in the precondition ({preconditions.resource_version}) "
@@ -423,11 +477,11 @@ class StoreWrites(StoreRegistry):
             updated["metadata"] = _ordered(updated_meta)
             if json_equal(updated, existing):
                 return existing  # nothing changed: no write, no event
-            kept = self._store_locked(storage, "MODIFIED", updated, wake)
-            if self._is_crd_storage(storage):
+            kept = self._storage.store_locked(storage, "MODIFIED", updated, wake)
+            if self._registry.is_crd_bucket(storage):
                 return self._crd_cleanup_locked(kept, wake)
             return kept
-        self._remove_locked(storage, namespace, name, existing, wake)
+        self.remove_locked(storage, namespace, name, existing, wake)
         return None
 
     def _api_service_availability(self, svc: JSONDict, now: str) -> None:
@@ -447,7 +501,7 @@ class StoreWrites(StoreRegistry):
             state = ("True", "Local", "Local APIServices are always available")
         else:
             ns, name = service.get("namespace", ""), service.get("name", "")
-            if self._storages[("", "services")].lookup(ns, name) is None:
+            if self._storage.buckets[("", "services")].lookup(ns, name) is None:
                 state = ("False", "ServiceNotFound", f'service/{name} in "{ns}" is not present')
             else:
                 why = f'endpoints for service/{name} in "{ns}" have no addresses'
@@ -463,7 +517,46 @@ class StoreWrites(StoreRegistry):
             }
         )
 
-    # -- the CRD finalizer (apiextensions-apiserver's finalizer controller, run inline)
+    # -- the CRD lifecycle: admission, serving, and the finalizer
+    # (apiextensions-apiserver's finalizer controller, run inline)
+
+    def _crd_admit(
+        self, obj: JSONDict, old: JSONDict | None
+    ) -> tuple[CRDServing, builtins.list[FieldError]]:
+        """Validate a CRD about to be stored (created or updated) and fill its status."""
+        serving, errors = crd_serving(obj)
+        if serving is None:
+            return CRDServing("", "", "", True, (), ""), errors
+        name = _meta(obj)["name"]
+        if old is not None:
+            before, _ = crd_serving(old)
+            if before is not None:
+                for field_name, was, now in (
+                    ("spec.scope", before.namespaced, serving.namespaced),
+                    ("spec.names.kind", before.kind, serving.kind),
+                ):
+                    if was != now:
+                        errors.append(
+                            FieldError(field_name, "FieldValueInvalid", "field is immutable", now)
+                        )
+        errors += self._registry.crd_conflicts(name, serving)
+        if not errors:
+            obj["status"] = crd_status(obj, serving, format_time(self._clock()))
+        return serving, errors
+
+    def _crd_serve_locked(
+        self, name: str, serving: CRDServing, wake: builtins.list[anyio.Event]
+    ) -> None:
+        if not serving.served:
+            storage = self._registry.crd_serves(name, serving)
+            if storage is not None:
+                self.unregister_locked(storage, wake)
+            return
+        self._registry.serve_crd_locked(name, serving, wake)
+
+    def _crd_removed_locked(self, crd: JSONDict, wake: builtins.list[anyio.Event]) -> None:
+        for storage in self._registry.served_by_crd(_meta(crd)["name"]):
+            self.unregister_locked(storage, wake)
 
     def _crd_instance_removed_locked(self, crd: JSONDict, wake: list[anyio.Event]) -> None:
         meta = _meta(crd)
@@ -483,22 +576,18 @@ class StoreWrites(StoreRegistry):
         remaining = 0
         self._crd_cleaning.add(name)
         try:
-            for key, owner in list(self._crd_served.items()):
-                storage = self._storages.get(key)
-                if owner != name or storage is None:
-                    continue
+            for storage in self._registry.served_by_crd(name):
                 version = storage.spec.preferred_version
                 for obj in list(storage.iter_sorted(None)):
                     om = _meta(obj)
                     if "deletionTimestamp" not in om:
                         ns = om.get("namespace", "")
-                        self._delete_locked(
-                            storage, version, ns, om["name"], None, None, None, wake
-                        )
+                        self.delete_locked(storage, version, ns, om["name"], None, None, None, wake)
                 remaining += storage.count()
         finally:
             self._crd_cleaning.discard(name)
-        crds = self._storages[("apiextensions.k8s.io", "customresourcedefinitions")]
+        crds = self._registry.bucket(*CRD_KEY)
+        assert crds is not None
         current = crds.lookup("", name)
         if current is None:
             return None
@@ -506,16 +595,16 @@ class StoreWrites(StoreRegistry):
         if remaining:
             if json_equal(updated, current):
                 return current
-            return self._store_locked(crds, "MODIFIED", updated, wake)
+            return self._storage.store_locked(crds, "MODIFIED", updated, wake)
         umeta = dict(_meta(updated))
         finalizers = [f for f in umeta.get("finalizers", ()) if f != CRD_CLEANUP_FINALIZER]
         if finalizers:
             umeta["finalizers"] = finalizers
             updated["metadata"] = umeta
-            return self._store_locked(crds, "MODIFIED", updated, wake)
+            return self._storage.store_locked(crds, "MODIFIED", updated, wake)
         umeta.pop("finalizers", None)
         updated["metadata"] = umeta
-        self._remove_locked(crds, "", name, updated, wake)
+        self.remove_locked(crds, "", name, updated, wake)
         return None
 
     def _delete_namespace_locked(
@@ -555,7 +644,7 @@ class StoreWrites(StoreRegistry):
             status = dict(updated.get("status") or {})
             status["phase"] = "Terminating"
             updated["status"] = status
-            return self._store_locked(storage, "MODIFIED", updated, wake)
+            return self._storage.store_locked(storage, "MODIFIED", updated, wake)
         if self._namespace_held(storage, existing):
             return existing
         return None
