@@ -324,3 +324,38 @@ def test_loading_20k_objects_one_by_one_stays_linear() -> None:
     small = min(_seconds_per_object(2_000) for _ in range(3))
     large = _seconds_per_object(20_000)
     assert large <= 3 * small, f"{large * 1e6:.0f} us/object at 20k vs {small * 1e6:.0f} at 2k"
+
+
+def _public(cls: type) -> dict[str, Any]:
+    return {n: inspect.getattr_static(cls, n) for n in dir(cls) if not n.startswith("_")}
+
+
+def test_owner_gc_store_passes_on_every_store_method_unchanged() -> None:
+    """OwnerGCStore holds its store instead of inheriting it: every public member of
+    InMemoryStore is there, with the same parameters."""
+    ours, theirs = _public(OwnerGCStore), _public(InMemoryStore)
+    assert sorted(set(theirs) - set(ours)) == []
+    for name, member in theirs.items():
+        if isinstance(member, property):
+            assert isinstance(ours[name], property), name
+            continue
+        got = [
+            (p.name, p.kind, p.default) for p in inspect.signature(ours[name]).parameters.values()
+        ]
+        want = [(p.name, p.kind, p.default) for p in inspect.signature(member).parameters.values()]
+        assert got == want, name
+
+
+@pytest.mark.anyio
+async def test_owner_gc_store_calls_reach_its_store() -> None:
+    wrapped = OwnerGCStore()
+    svc = real("Service")
+    svc["metadata"] = {"name": svc["metadata"]["name"], "namespace": "default"}
+    created = await wrapped.create_object(svc)
+    assert wrapped.store.get_object("v1", "Service", "kubernetes", "default") == created
+    assert wrapped.inner is wrapped.store and wrapped.store.request_count("create") == 1
+    await wrapped.create_object(
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "t"}}
+    )
+    held = await wrapped.delete_object("v1", "Namespace", "t")
+    assert held is not None and held["status"]["phase"] == "Terminating"  # as on a real server
