@@ -10,6 +10,7 @@ import abc
 import copy
 import dataclasses
 import functools
+import importlib
 import inspect
 import itertools
 import json
@@ -278,14 +279,45 @@ def _allowed_base(base: type) -> bool:
     )
 
 
-@pytest.mark.parametrize(
-    "cls",
-    [InMemoryStore, RequestLog, ObjectStorage, ResourceRegistry, WriteRules, OwnerGCStore],
-    ids=lambda c: c.__name__,
+_STORE_MODULES = (
+    "store",
+    "_storage",
+    "_registry",
+    "_writes",
+    "_core",
+    "_objects",
+    "_deletion",
+    "_crd",
+    "_resources",
+    "_validation",
+    "_selectors",
 )
-def test_store_parts_inherit_nothing_of_the_project(cls: type) -> None:
+
+
+def _store_classes() -> list[type]:
+    """Every class the store's modules define, and the testing wrapper of the store."""
+    found: list[type] = [OwnerGCStore]
+    for name in _STORE_MODULES:
+        module = importlib.import_module(f"ownergc_backends.memory.{name}")
+        found += [
+            c
+            for c in vars(module).values()
+            if inspect.isclass(c) and c.__module__ == module.__name__
+        ]
+    return found
+
+
+@pytest.mark.parametrize("cls", _store_classes(), ids=lambda c: c.__qualname__)
+def test_store_classes_inherit_nothing_of_the_project(cls: type) -> None:
     bases = [b for b in cls.__mro__[1:] if b not in (object, typing.Generic)]
     assert [b for b in bases if not _allowed_base(b)] == []
+
+
+def test_the_store_is_composed_of_its_parts() -> None:
+    built = InMemoryStore()
+    parts = {type(v) for v in vars(built).values()}
+    assert {ObjectStorage, ResourceRegistry, WriteRules, RequestLog} <= parts
+    assert InMemoryStore.__mro__ == (InMemoryStore, object)
 
 
 def test_helpers_are_plain_functions() -> None:
@@ -322,7 +354,7 @@ def test_loading_20k_objects_one_by_one_stays_linear() -> None:
     """The cost per object at 20k is that at 2k within 3x (it was ~10x, and growing,
     when every call walked every stored uid). A ratio, so a slow machine passes."""
     small = min(_seconds_per_object(2_000) for _ in range(3))
-    large = _seconds_per_object(20_000)
+    large = min(_seconds_per_object(20_000) for _ in range(2))
     assert large <= 3 * small, f"{large * 1e6:.0f} us/object at 20k vs {small * 1e6:.0f} at 2k"
 
 
