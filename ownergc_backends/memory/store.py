@@ -12,7 +12,7 @@ Composition. ``InMemoryStore`` is a façade over three parts, each built from
 what it uses: the storage (:class:`~._storage.ObjectStorage`: objects, the
 resourceVersion counter, event logs, the uid index, the lock), the resource
 registry (:class:`~._registry.ResourceRegistry`: served kinds, scopes, CRDs'
-kinds, discovery; over the storage) and the write rules
+kinds, discovery; over the bucket) and the write rules
 (:class:`~._writes.WriteRules`: validation, defaulting, finalizers, DELETE and
 the GC finalizers, namespaces, the CRD lifecycle; over both). The façade
 parses requests, takes the lock, calls the rules and renders what clients see.
@@ -334,12 +334,12 @@ class InMemoryStore:
         await anyio.lowlevel.checkpoint()
         self._begin("list", resource, namespace)
         with self._lock:
-            storage = self._registry.bucket_for(resource)
-            self._registry.check_verb(storage, "list")
-            ns = self._registry.collection_namespace(storage, namespace)
-            snapshot = list(storage.iter_sorted(ns))
+            bucket = self._registry.bucket_for(resource)
+            self._registry.check_verb(bucket, "list")
+            ns = self._registry.collection_namespace(bucket, namespace)
+            snapshot = list(bucket.iter_sorted(ns))
             rv = str(self._storage.rv)
-        items = [render(storage, o, resource.version, metadata_only) for o in snapshot]
+        items = [render(bucket, o, resource.version, metadata_only) for o in snapshot]
         return ObjectList(items=items, resource_version=rv)
 
     def watch(
@@ -383,10 +383,10 @@ class InMemoryStore:
         if since < 0:
             raise BadRequest(f"invalid resourceVersion {resource_version!r}", reason="BadRequest")
         with self._lock:
-            storage = self._registry.bucket_for(resource)
-            self._registry.check_verb(storage, "watch")
-            ns = self._registry.collection_namespace(storage, namespace)
-            return self._storage.watch_start(storage, ns, since)
+            bucket = self._registry.bucket_for(resource)
+            self._registry.check_verb(bucket, "watch")
+            ns = self._registry.collection_namespace(bucket, namespace)
+            return self._storage.watch_start(bucket, ns, since)
 
     @staticmethod
     async def _failed_watch(error: APIError) -> AsyncGenerator[WatchEvent, None]:
@@ -403,13 +403,13 @@ class InMemoryStore:
     ) -> AsyncGenerator[WatchEvent, None]:
         await anyio.lowlevel.checkpoint()
         deadline = None if timeout_seconds is None else anyio.current_time() + timeout_seconds
-        storage, ns, initial, seq = start.storage, start.namespace, start.initial, start.seq
+        bucket, ns, initial, seq = start.storage, start.namespace, start.initial, start.seq
         for obj in initial:
-            yield WatchEvent("ADDED", render(storage, obj, resource.version, metadata_only))
+            yield WatchEvent("ADDED", render(bucket, obj, resource.version, metadata_only))
         while True:
             with self._lock:
                 batch, waiter, ended = self._storage.events_locked(
-                    storage, seq, _WATCH_BATCH, self._registry.serves(resource, storage)
+                    bucket, seq, _WATCH_BATCH, self._registry.serves(resource, bucket)
                 )
             if ended:
                 return
@@ -418,7 +418,7 @@ class InMemoryStore:
                 if ns is None or event.namespace == ns:
                     yield WatchEvent(
                         event.type,
-                        render(storage, event.obj, resource.version, metadata_only),
+                        render(bucket, event.obj, resource.version, metadata_only),
                     )
             # At the deadline the stream ends once it has caught up with the log.
             caught_up = len(batch) < _WATCH_BATCH
@@ -443,12 +443,12 @@ class InMemoryStore:
         await anyio.lowlevel.checkpoint()
         self._begin("get", resource, namespace, name)
         with self._lock:
-            storage = self._registry.bucket_for(resource)
-            self._registry.check_verb(storage, "get")
-            obj = storage.lookup(self._registry.object_namespace(storage, namespace), name)
+            bucket = self._registry.bucket_for(resource)
+            self._registry.check_verb(bucket, "get")
+            obj = bucket.lookup(self._registry.object_namespace(bucket, namespace), name)
             if obj is None:
-                raise not_found(storage, name)
-        return render(storage, obj, resource.version, metadata_only)
+                raise not_found(bucket, name)
+        return render(bucket, obj, resource.version, metadata_only)
 
     async def create(
         self,
@@ -468,10 +468,10 @@ class InMemoryStore:
         await anyio.lowlevel.checkpoint()
         self._begin("create", resource, namespace, _name_of(obj))
         with self._storage.write() as wake:
-            storage = self._registry.bucket_for(resource)
-            self._registry.check_verb(storage, "create")
-            stored = self._rules.create_locked(storage, resource.version, namespace, obj, wake)
-        return render(storage, stored, resource.version, False)
+            bucket = self._registry.bucket_for(resource)
+            self._registry.check_verb(bucket, "create")
+            stored = self._rules.create_locked(bucket, resource.version, namespace, obj, wake)
+        return render(bucket, stored, resource.version, False)
 
     async def update(
         self,
@@ -493,21 +493,21 @@ class InMemoryStore:
         name = _name_of(obj)
         self._begin("update", resource, namespace, name)
         with self._storage.write() as wake:
-            storage = self._registry.bucket_for(resource)
-            self._registry.check_verb(storage, "update")
+            bucket = self._registry.bucket_for(resource)
+            self._registry.check_verb(bucket, "update")
             body = json_body(obj, "the object to update")
-            own_ns = _namespace_of(body) if storage.spec.namespaced else None
-            ns = self._registry.object_namespace(storage, namespace or own_ns)
+            own_ns = _namespace_of(body) if bucket.spec.namespaced else None
+            ns = self._registry.object_namespace(bucket, namespace or own_ns)
             if not name:
                 raise BadRequest("metadata.name is required for an update", reason="BadRequest")
-            existing = storage.lookup(ns, name)
+            existing = bucket.lookup(ns, name)
             if existing is None:
-                raise not_found(storage, name)
-            self._check_subresource(storage, subresource)
+                raise not_found(bucket, name)
+            self._check_subresource(bucket, subresource)
             stored = self._rules.update_locked(
-                storage, existing, body, wake, is_patch=False, subresource=subresource
+                bucket, existing, body, wake, is_patch=False, subresource=subresource
             )
-        return render(storage, stored, resource.version, False)
+        return render(bucket, stored, resource.version, False)
 
     def crd_for(self, resource: APIResource) -> JSONDict | None:
         """The CustomResourceDefinition that serves ``resource`` (None for built-ins)."""
@@ -526,11 +526,11 @@ class InMemoryStore:
             return self._registry.bucket_for(resource).spec.scale_paths
 
     @staticmethod
-    def _check_subresource(storage: _Storage, subresource: str | None) -> None:
-        if subresource is not None and subresource not in storage.spec.subresources:
+    def _check_subresource(bucket: _Storage, subresource: str | None) -> None:
+        if subresource is not None and subresource not in bucket.spec.subresources:
             raise NotFound(
                 f"the server could not find the requested resource "
-                f"({storage.group_resource}/{subresource})",
+                f"({bucket.group_resource}/{subresource})",
                 reason="NotFound",
             )
 
@@ -565,20 +565,20 @@ class InMemoryStore:
             ) from None
         document = json_value(patch, "the patch")
         with self._storage.write() as wake:
-            storage = self._registry.bucket_for(resource)
-            self._registry.check_verb(storage, "patch")
-            if kind is PatchType.STRATEGIC_MERGE and not storage.spec.strategic_merge_patch:
+            bucket = self._registry.bucket_for(resource)
+            self._registry.check_verb(bucket, "patch")
+            if kind is PatchType.STRATEGIC_MERGE and not bucket.spec.strategic_merge_patch:
                 raise UnsupportedPatchType(
                     "the body of the request was in an unknown format - accepted media types "
                     "include: application/json-patch+json, application/merge-patch+json, "
                     "application/apply-patch+yaml",
                     reason="UnsupportedMediaType",
                 )
-            ns = self._registry.object_namespace(storage, namespace)
-            existing = storage.lookup(ns, name)
+            ns = self._registry.object_namespace(bucket, namespace)
+            existing = bucket.lookup(ns, name)
             if existing is None:
-                raise not_found(storage, name)
-            current = render(storage, existing, resource.version, False)
+                raise not_found(bucket, name)
+            current = render(bucket, existing, resource.version, False)
             try:
                 if kind is PatchType.STRATEGIC_MERGE:
                     result = apply_strategic_merge_patch(current, document)
@@ -592,15 +592,15 @@ class InMemoryStore:
                 if exc.status == 422:
                     raise Invalid(exc.message, reason="Invalid") from None
                 if exc.status == 409:
-                    raise conflict(storage, name, exc.message) from None
+                    raise conflict(bucket, name, exc.message) from None
                 raise BadRequest(exc.message, reason="BadRequest") from None
             if not isinstance(result, dict):
                 raise BadRequest("the patched object is not a JSON object", reason="BadRequest")
-            self._check_subresource(storage, subresource)
+            self._check_subresource(bucket, subresource)
             stored = self._rules.update_locked(
-                storage, existing, result, wake, is_patch=True, subresource=subresource
+                bucket, existing, result, wake, is_patch=True, subresource=subresource
             )
-        return render(storage, stored, resource.version, False)
+        return render(bucket, stored, resource.version, False)
 
     async def delete(
         self,
@@ -666,8 +666,8 @@ class InMemoryStore:
                 api_version = str(obj.get("apiVersion", ""))
                 kind = str(obj.get("kind", ""))
                 group, _, version = api_version.rpartition("/")
-                storage = self._registry.bucket_for_kind(group, version, kind)
-                if storage is None:
+                bucket = self._registry.bucket_for_kind(group, version, kind)
+                if bucket is None:
                     raise RESTMappingError(api_version, kind)
                 meta = obj.get("metadata")
                 if isinstance(meta, dict) and self._storage.has_uid(meta.get("uid")):
@@ -676,9 +676,9 @@ class InMemoryStore:
                         reason="AlreadyExists",
                     )
                 stored = self._rules.create_locked(
-                    storage, version, None, obj, wake, admit=False, load=True
+                    bucket, version, None, obj, wake, admit=False, load=True
                 )
-                out.append(render(storage, stored, version, False))
+                out.append(render(bucket, stored, version, False))
         return out
 
     @property
@@ -693,13 +693,13 @@ class InMemoryStore:
         """Synchronous read for tests: a copy of the full object, or None."""
         group, _, version = api_version.rpartition("/")
         with self._lock:
-            storage = self._registry.bucket_for_kind(group, version, kind)
-            if storage is None:
+            bucket = self._registry.bucket_for_kind(group, version, kind)
+            if bucket is None:
                 raise RESTMappingError(api_version, kind)
-            obj = storage.lookup((namespace or "") if storage.spec.namespaced else "", name)
+            obj = bucket.lookup((namespace or "") if bucket.spec.namespaced else "", name)
             if obj is None:
                 return None
-            return render(storage, obj, version, False)
+            return render(bucket, obj, version, False)
 
     def exists(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> bool:
         """Synchronous check for tests: is the object stored (deleting or not)?"""
@@ -745,15 +745,15 @@ class InMemoryStore:
         self._begin("delete", resource, namespace, name)
         policy = _validate_delete_options(propagation_policy, orphan_dependents)
         with self._storage.write() as wake:
-            storage = self._registry.bucket_for(resource)
-            self._registry.check_verb(storage, "delete")
-            ns = self._registry.object_namespace(storage, namespace)
-            before = storage.lookup(ns, name)
+            bucket = self._registry.bucket_for(resource)
+            self._registry.check_verb(bucket, "delete")
+            ns = self._registry.object_namespace(bucket, namespace)
+            before = bucket.lookup(ns, name)
             result = self._rules.delete_locked(
-                storage, resource.version, ns, name, policy, orphan_dependents, preconditions, wake
+                bucket, resource.version, ns, name, policy, orphan_dependents, preconditions, wake
             )
             removed = result is None
             if result is None:
                 assert before is not None
                 result = _with_rv(before, self._storage.rv)
-        return render(storage, result, resource.version, False), removed
+        return render(bucket, result, resource.version, False), removed
