@@ -1,5 +1,11 @@
-"""The store's registry: which resources are served (built-ins, CRDs), discovery failures,
-and the mapping from apiVersion/kind or a resource name to a storage.
+"""The store's resource registry: which resources are served (built-ins, registered kinds,
+CRDs' kinds), their scopes and verbs, discovery failures, and the mapping from
+apiVersion/kind or a resource name to the storage bucket holding its objects.
+
+It owns no objects: it asks the :class:`ObjectStorage` it is given for a
+bucket when a resource is first served, and hands an emptied bucket back when
+the resource stops being served. Removing the objects of a resource that goes
+is the write rules' business (a removal may end a CRD's deletion).
 """
 
 from __future__ import annotations
@@ -8,7 +14,6 @@ import builtins
 from collections.abc import Iterable, Mapping, Sequence
 
 import anyio
-import anyio.lowlevel
 
 from ownergc.errors import (
     BadRequest,
@@ -17,29 +22,40 @@ from ownergc.errors import (
     NotFound,
     RESTMappingError,
 )
-from ownergc.protocols import (
-    APIResource,
-    JSONDict,
-)
+from ownergc.protocols import APIResource, JSONDict
 
-from ._core import StoreCore
-from ._crd import CRDServing, crd_serving, crd_status
-from ._objects import (
-    _meta,
-    _Storage,
-    _with_rv,
-    format_time,
-)
-from ._resources import STANDARD_VERBS, GCPolicy, ResourceSpec
-from ._validation import (
-    FieldError,
-)
+from ._crd import CRDServing
+from ._objects import _Storage
+from ._resources import BUILTIN_RESOURCES, STANDARD_VERBS, GCPolicy, ResourceSpec
+from ._storage import ObjectStorage
+from ._validation import FieldError
 
-__all__ = ["StoreRegistry"]
+__all__ = ["CRD_KEY", "ResourceRegistry"]
+
+#: The bucket of CustomResourceDefinitions.
+CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
+_API_SERVICES = ("apiregistration.k8s.io", "apiservices")
 
 
-class StoreRegistry(StoreCore):
-    """Served resources and CRDs of :class:`~ownergc_backends.memory.InMemoryStore`."""
+class ResourceRegistry:
+    """Served resources over an :class:`ObjectStorage` (whose lock guards this too).
+
+    ``resources`` are served from the start (default: the built-in kinds).
+    """
+
+    def __init__(
+        self, storage: ObjectStorage, resources: Iterable[ResourceSpec] = BUILTIN_RESOURCES
+    ) -> None:
+        self._storage = storage
+        self._by_gvr: dict[tuple[str, str, str], _Storage] = {}
+        self._by_gvk: dict[tuple[str, str, str], _Storage] = {}
+        self._discovery_failures: dict[str, str] = {}
+        #: (group, resource) served because of a CRD -> the CRD's name.
+        self._crd_served: dict[tuple[str, str], str] = {}
+        for spec in resources:
+            self._install(spec)
+
+    # -- serving and unserving
 
     def register_resource(
         self,
@@ -55,16 +71,7 @@ class StoreRegistry(StoreCore):
         strategic_merge_patch: bool = False,
         allow_unconditional_update: bool | None = None,
     ) -> APIResource:
-        """Serve a kind at run time, like creating a CustomResourceDefinition.
-
-        Defaults describe a custom resource: strategic merge patch is refused
-        with 415, PUT needs a resourceVersion, DELETE without a policy is
-        Background. ``default_gc_policy`` may map versions to policies (the
-        default can depend on the request version). Registering an existing
-        group/resource again replaces its versions and behaviour but keeps
-        its objects (e.g. to stop serving a version). Returns the preferred
-        version's :class:`APIResource`.
-        """
+        """Serve a kind (see ``InMemoryStore.register_resource``); returns its preferred version."""
         version_list = (versions,) if isinstance(versions, str) else tuple(versions)
         if not version_list or not all(version_list) or len(set(version_list)) != len(version_list):
             raise InvalidObject(f"versions must be distinct and non-empty: {versions!r}")
@@ -99,13 +106,14 @@ class StoreRegistry(StoreCore):
                 else allow_unconditional_update
             ),
         )
-        with self._write() as wake:
-            self._register_locked(spec, wake)
+        with self._storage.write() as wake:
+            self.register_locked(spec, wake)
         return spec.api_resource(preferred)
 
-    def _register_locked(self, spec: ResourceSpec, wake: builtins.list[anyio.Event]) -> None:
+    def register_locked(self, spec: ResourceSpec, wake: builtins.list[anyio.Event]) -> None:
+        """Serve ``spec``; an existing group/resource keeps its objects and changes its versions."""
         group, resource, kind = spec.group, spec.resource, spec.kind
-        existing = self._storages.get((group, resource))
+        existing = self._storage.buckets.get((group, resource))
         if existing is not None:
             if existing.spec.kind != kind or existing.spec.namespaced != spec.namespaced:
                 raise InvalidObject(
@@ -114,7 +122,7 @@ class StoreRegistry(StoreCore):
                 )
             self._uninstall(existing)
             existing.spec = spec
-            self._install_storage(existing)
+            self._map(existing)
             existing.log.take_waiter(wake)  # watchers of dropped versions must notice
         else:
             for v in spec.versions:
@@ -126,56 +134,186 @@ class StoreRegistry(StoreCore):
                     )
             self._install(spec)
 
-    def unregister_resource(self, group: str, resource: str) -> bool:
-        """Stop serving a group/resource, like deleting its CRD; False if it was not served.
+    def forget_locked(self, bucket: _Storage, wake: builtins.list[anyio.Event]) -> None:
+        """Stop serving an emptied bucket's resource; its watches end."""
+        self._uninstall(bucket)
+        self._crd_served.pop((bucket.spec.group, bucket.spec.resource), None)
+        self._storage.drop_bucket(bucket, wake)
 
-        Its objects are removed (watchers get a DELETED event for each, then
-        their stream ends) and every later request for it answers 404.
+    def _install(self, spec: ResourceSpec) -> None:
+        self._map(self._storage.add_bucket(spec))
+
+    def _map(self, bucket: _Storage) -> None:
+        spec = bucket.spec
+        for v in spec.versions:
+            self._by_gvr[(spec.group, v, spec.resource)] = bucket
+            self._by_gvk[(spec.group, v, spec.kind)] = bucket
+
+    def _uninstall(self, bucket: _Storage) -> None:
+        spec = bucket.spec
+        for v in spec.versions:
+            self._by_gvr.pop((spec.group, v, spec.resource), None)
+            self._by_gvk.pop((spec.group, v, spec.kind), None)
+
+    # -- lookups (callers hold the lock)
+
+    def bucket(self, group: str, resource: str) -> _Storage | None:
+        """The bucket of a served group/resource."""
+        return self._storage.buckets.get((group, resource))
+
+    def bucket_for(self, resource: APIResource) -> _Storage:
+        """The bucket serving ``resource`` (in its version); 404 if it is not served."""
+        bucket = self._by_gvr.get((resource.group, resource.version, resource.resource))
+        if bucket is None:
+            raise NotFound(
+                "the server could not find the requested resource",
+                reason="NotFound",
+                details={"group": resource.group, "kind": resource.resource},
+            )
+        return bucket
+
+    def bucket_for_kind(self, group: str, version: str, kind: str) -> _Storage | None:
+        return self._by_gvk.get((group, version, kind))
+
+    def serves(self, resource: APIResource, bucket: _Storage) -> bool:
+        """Is ``resource`` still served by ``bucket`` (a watch of it goes on)?"""
+        return self._by_gvr.get((resource.group, resource.version, resource.resource)) is bucket
+
+    def buckets(self) -> builtins.list[_Storage]:
+        """Every served bucket, in the order resources were first served."""
+        return builtins.list(self._storage.buckets.values())
+
+    # -- public lookups (take the lock)
+
+    def resource_for(self, api_version: str, kind: str) -> APIResource:
+        """The served resource for (apiVersion, kind); raises :class:`RESTMappingError`."""
+        group, _, version = api_version.rpartition("/")
+        with self._storage.lock:
+            bucket = self._by_gvk.get((group, version, kind))
+            if bucket is None:
+                raise RESTMappingError(api_version, kind)
+            return bucket.spec.api_resource(version)
+
+    def resource_by_name(self, name: str) -> APIResource:
+        """``pods``, ``deployments.apps`` or ``deployments.v1.apps`` → the served resource
+        (preferred version unless one is named); raises :class:`RESTMappingError`."""
+        resource, _, rest = name.partition(".")
+        with self._storage.lock:
+            candidates: builtins.list[tuple[str, str | None]] = [(rest, None)]
+            version, _, group = rest.partition(".")
+            if version:
+                candidates.append((group, version))
+            for group_name, wanted in candidates:
+                bucket = self._storage.buckets.get((group_name, resource))
+                if bucket is None:
+                    continue
+                if wanted is None:
+                    return bucket.spec.api_resource(bucket.spec.preferred_version)
+                if wanted in bucket.spec.versions:
+                    return bucket.spec.api_resource(wanted)
+        raise RESTMappingError("", name, f"no served resource named {name!r}")
+
+    # -- discovery
+
+    def set_discovery_failure(self, group_version: str, message: str | None) -> None:
+        """Make discovery report ``group_version`` as failed (None clears it)."""
+        with self._storage.lock:
+            if message is None:
+                self._discovery_failures.pop(group_version, None)
+            else:
+                self._discovery_failures[group_version] = message
+
+    def discovery_locked(self) -> tuple[tuple[APIResource, ...], dict[str, str]]:
+        """Every served resource version minus the failed group versions, and those."""
+        failed = {**self._unavailable_api_services(), **self._discovery_failures}
+        resources = tuple(
+            r
+            for bucket in self._storage.buckets.values()
+            for r in bucket.spec.api_resources()
+            if r.api_version not in failed
+        )
+        return resources, failed
+
+    def _unavailable_api_services(self) -> dict[str, str]:
+        """Group versions of aggregated APIServices that are not Available.
+
+        kube-apiserver proxies their discovery to the extension server; when it
+        is down, discovery of that group version fails with a 503, which is
+        what makes namespace deletion hang (NamespaceDeletionDiscoveryFailure).
+        An in-memory store has no extension servers: an APIService with a
+        ``spec.service`` is unavailable (its status says why) unless a status
+        given with it says Available.
         """
-        with self._write() as wake:
-            storage = self._storages.get((group, resource))
-            if storage is None:
-                return False
-            self._unregister_locked(storage, wake)
-        return True
+        bucket = self._storage.buckets.get(_API_SERVICES)
+        failed: dict[str, str] = {}
+        for svc in bucket.iter_sorted(None) if bucket is not None else ():
+            spec = svc.get("spec") or {}
+            if not spec.get("service"):
+                continue  # local: served by kube-apiserver itself
+            conditions = (svc.get("status") or {}).get("conditions") or []
+            if any(c.get("type") == "Available" and c.get("status") == "True" for c in conditions):
+                continue
+            group, version = spec.get("group", ""), spec.get("version", "")
+            gv = f"{group}/{version}" if group else str(version)
+            failed[gv] = "the server is currently unable to handle the request"
+        return failed
 
-    def _unregister_locked(self, storage: _Storage, wake: builtins.list[anyio.Event]) -> None:
-        key = (storage.spec.group, storage.spec.resource)
-        for obj in builtins.list(storage.iter_sorted(None)):
-            meta = _meta(obj)
-            self._remove_locked(storage, meta.get("namespace", ""), meta["name"], obj, wake)
-        self._uninstall(storage)
-        del self._storages[key]
-        self._crd_served.pop(key, None)
-        storage.log.closed = True
-        storage.log.take_waiter(wake)
+    # -- scope and verbs
 
     @staticmethod
-    def _is_crd_storage(storage: _Storage) -> bool:
-        spec = storage.spec
-        return spec.group == "apiextensions.k8s.io" and spec.resource == "customresourcedefinitions"
+    def check_verb(bucket: _Storage, verb: str) -> None:
+        if verb not in bucket.spec.verbs:
+            raise MethodNotAllowed(
+                f"the server does not allow this method on the requested resource "
+                f"({verb} {bucket.group_resource})",
+                reason="MethodNotAllowed",
+            )
 
-    def _crd_admit(
-        self, obj: JSONDict, old: JSONDict | None
-    ) -> tuple[CRDServing, builtins.list[FieldError]]:
-        """Validate a CRD about to be stored (created or updated) and fill its status."""
-        serving, errors = crd_serving(obj)
-        if serving is None:
-            return CRDServing("", "", "", True, (), ""), errors
+    @staticmethod
+    def object_namespace(bucket: _Storage, namespace: str | None) -> str:
+        """The namespace of one object of ``bucket`` ("" if cluster-scoped); 400 if wrong."""
+        if bucket.spec.namespaced:
+            if not namespace:
+                raise BadRequest(
+                    f"a namespace is required for the namespaced resource {bucket.group_resource}",
+                    reason="BadRequest",
+                )
+            return namespace
+        return _cluster_scoped(bucket, namespace)
+
+    @staticmethod
+    def collection_namespace(bucket: _Storage, namespace: str | None) -> str | None:
+        """The namespace a list or watch covers (None: all of them)."""
+        if bucket.spec.namespaced:
+            return namespace or None
+        return _cluster_scoped(bucket, namespace)
+
+    # -- CRDs' kinds
+
+    @staticmethod
+    def is_crd_bucket(bucket: _Storage) -> bool:
+        return (bucket.spec.group, bucket.spec.resource) == CRD_KEY
+
+    def crd_serving(self, bucket: _Storage) -> JSONDict | None:
+        """The CRD that serves ``bucket``'s resource, if a CRD does."""
+        name = self._crd_served.get((bucket.spec.group, bucket.spec.resource))
+        if name is None:
+            return None
+        return self._storage.buckets[CRD_KEY].lookup("", name)
+
+    def served_by_crd(self, name: str) -> builtins.list[_Storage]:
+        """The buckets the CRD ``name`` serves."""
+        return [
+            self._storage.buckets[key]
+            for key, owner in self._crd_served.items()
+            if owner == name and key in self._storage.buckets
+        ]
+
+    def crd_conflicts(self, name: str, serving: CRDServing) -> builtins.list[FieldError]:
+        """Why the CRD ``name`` cannot serve what it asks for: names taken by others."""
+        errors: builtins.list[FieldError] = []
         key = (serving.group, serving.resource)
-        name = _meta(obj)["name"]
-        if old is not None:
-            before, _ = crd_serving(old)
-            if before is not None:
-                for field_name, was, now in (
-                    ("spec.scope", before.namespaced, serving.namespaced),
-                    ("spec.names.kind", before.kind, serving.kind),
-                ):
-                    if was != now:
-                        errors.append(
-                            FieldError(field_name, "FieldValueInvalid", "field is immutable", now)
-                        )
-        existing = self._storages.get(key)
+        existing = self._storage.buckets.get(key)
         if existing is not None and self._crd_served.get(key) != name:
             errors.append(
                 FieldError(
@@ -196,19 +334,12 @@ class StoreRegistry(StoreCore):
                         serving.kind,
                     )
                 )
-        if not errors:
-            obj["status"] = crd_status(obj, serving, format_time(self._clock()))
-        return serving, errors
+        return errors
 
-    def _crd_serve_locked(
+    def serve_crd_locked(
         self, name: str, serving: CRDServing, wake: builtins.list[anyio.Event]
     ) -> None:
-        key = (serving.group, serving.resource)
-        if not serving.served:
-            storage = self._storages.get(key)
-            if storage is not None and self._crd_served.get(key) == name:
-                self._unregister_locked(storage, wake)
-            return
+        """Serve what the CRD ``name`` says (it must serve at least one version)."""
         spec = ResourceSpec(
             group=serving.group,
             resource=serving.resource,
@@ -223,140 +354,22 @@ class StoreRegistry(StoreCore):
             subresources=serving.subresources,
             scale_paths=serving.scale,
         )
-        self._register_locked(spec, wake)
-        self._crd_served[key] = name
+        self.register_locked(spec, wake)
+        self._crd_served[(serving.group, serving.resource)] = name
 
-    def _crd_removed_locked(self, crd: JSONDict, wake: builtins.list[anyio.Event]) -> None:
-        name = _meta(crd)["name"]
-        for key, owner in builtins.list(self._crd_served.items()):
-            if owner == name:
-                storage = self._storages.get(key)
-                if storage is not None:
-                    self._unregister_locked(storage, wake)
-
-    def _install(self, spec: ResourceSpec) -> None:
-        storage = _Storage(spec, self._window)
-        self._storages[(spec.group, spec.resource)] = storage
-        self._install_storage(storage)
-
-    def _install_storage(self, storage: _Storage) -> None:
-        spec = storage.spec
-        for v in spec.versions:
-            self._by_gvr[(spec.group, v, spec.resource)] = storage
-            self._by_gvk[(spec.group, v, spec.kind)] = storage
-
-    def _uninstall(self, storage: _Storage) -> None:
-        spec = storage.spec
-        for v in spec.versions:
-            self._by_gvr.pop((spec.group, v, spec.resource), None)
-            self._by_gvk.pop((spec.group, v, spec.kind), None)
-
-    def set_discovery_failure(self, group_version: str, message: str | None) -> None:
-        """Make discovery report ``group_version`` as failed (None clears it), as an
-        unavailable aggregated API would; its resources are then missing from discovery."""
-        with self._lock:
-            if message is None:
-                self._discovery_failures.pop(group_version, None)
-            else:
-                self._discovery_failures[group_version] = message
-
-    def resource_for(self, api_version: str, kind: str) -> APIResource:
-        """The served resource for (apiVersion, kind); raises :class:`RESTMappingError`."""
-        group, _, version = api_version.rpartition("/")
-        with self._lock:
-            storage = self._by_gvk.get((group, version, kind))
-            if storage is None:
-                raise RESTMappingError(api_version, kind)
-            return storage.spec.api_resource(version)
-
-    def resource_by_name(self, name: str) -> APIResource:
-        """``pods``, ``deployments.apps`` or ``deployments.v1.apps`` → the served resource
-        (preferred version unless one is named); raises :class:`RESTMappingError`."""
-        resource, _, rest = name.partition(".")
-        with self._lock:
-            candidates: list[tuple[str, str | None]] = [(rest, None)]
-            version, _, group = rest.partition(".")
-            if version:
-                candidates.append((group, version))
-            for group_name, wanted in candidates:
-                storage = self._storages.get((group_name, resource))
-                if storage is None:
-                    continue
-                if wanted is None:
-                    return storage.spec.api_resource(storage.spec.preferred_version)
-                if wanted in storage.spec.versions:
-                    return storage.spec.api_resource(wanted)
-        raise RESTMappingError("", name, f"no served resource named {name!r}")
-
-    def _storage(self, resource: APIResource) -> _Storage:
-        storage = self._by_gvr.get((resource.group, resource.version, resource.resource))
-        if storage is None:
-            raise NotFound(
-                "the server could not find the requested resource",
-                reason="NotFound",
-                details={"group": resource.group, "kind": resource.resource},
-            )
-        return storage
-
-    @staticmethod
-    def _check_verb(storage: _Storage, verb: str) -> None:
-        if verb not in storage.spec.verbs:
-            raise MethodNotAllowed(
-                f"the server does not allow this method on the requested resource "
-                f"({verb} {storage.group_resource})",
-                reason="MethodNotAllowed",
-            )
-
-    @staticmethod
-    def _object_namespace(storage: _Storage, namespace: str | None) -> str:
-        if storage.spec.namespaced:
-            if not namespace:
-                raise BadRequest(
-                    f"a namespace is required for the namespaced resource {storage.group_resource}",
-                    reason="BadRequest",
-                )
-            return namespace
-        return _cluster_scoped(storage, namespace)
-
-    @staticmethod
-    def _collection_namespace(storage: _Storage, namespace: str | None) -> str | None:
-        if storage.spec.namespaced:
-            return namespace or None
-        return _cluster_scoped(storage, namespace)
-
-    def _remove_locked(
-        self, storage: _Storage, namespace: str, name: str, last: JSONDict, wake: list[anyio.Event]
-    ) -> JSONDict:
-        rv = self._next_rv()
-        storage.remove(namespace, name)
-        gone = _with_rv(last, rv)
-        self._emit(storage, "DELETED", gone, wake)
-        if self._is_crd_storage(storage):
-            self._crd_removed_locked(gone, wake)
-        else:
-            crd = self._crd_serving_storage(storage)
-            if crd is not None:
-                self._crd_instance_removed_locked(crd, wake)
-        return gone
-
-    def _crd_serving_storage(self, storage: _Storage) -> JSONDict | None:
-        """The CRD that serves ``storage``, if a CRD does."""
-        name = self._crd_served.get((storage.spec.group, storage.spec.resource))
-        if name is None:
+    def crd_serves(self, name: str, serving: CRDServing) -> _Storage | None:
+        """The bucket of ``serving``'s resource if the CRD ``name`` serves it."""
+        key = (serving.group, serving.resource)
+        if self._crd_served.get(key) != name:
             return None
-        crds = self._storages[("apiextensions.k8s.io", "customresourcedefinitions")]
-        return crds.lookup("", name)
-
-    def _crd_instance_removed_locked(self, crd: JSONDict, wake: builtins.list[anyio.Event]) -> None:
-        """A custom object of ``crd`` was removed (the CRD cleanup hooks in here)."""
+        return self._storage.buckets.get(key)
 
 
-def _cluster_scoped(storage: _Storage, namespace: str | None) -> str:
+def _cluster_scoped(bucket: _Storage, namespace: str | None) -> str:
     """The (empty) namespace of a cluster-scoped resource; naming one is a 400."""
     if namespace:
         raise BadRequest(
-            f"{storage.group_resource} is cluster-scoped; namespace {namespace!r} "
-            "must not be given",
+            f"{bucket.group_resource} is cluster-scoped; namespace {namespace!r} must not be given",
             reason="BadRequest",
         )
     return ""

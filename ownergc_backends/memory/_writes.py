@@ -1,12 +1,20 @@
-"""Create, update and DELETE as kube-apiserver's registry does them, inside the store's lock."""
+"""The write rules: create, update and DELETE as kube-apiserver's registry does them
+(validation, defaulting, server-owned fields, finalizers, the GC finalizers of a
+DELETE, removal when the last finalizer goes), the NamespaceLifecycle admission
+and the namespace registry's DELETE, and the CRD lifecycle (a CRD serves its
+kind; deleting it deletes its objects first). Every method here runs inside the
+storage's write section (``..._locked``): the façade takes the lock.
+"""
 
 from __future__ import annotations
 
+import builtins
 import secrets
+from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 import anyio
-import anyio.lowlevel
 
 from ownergc.errors import (
     AlreadyExists,
@@ -22,7 +30,8 @@ from ownergc.protocols import (
     PropagationPolicy,
 )
 
-from ._crd import CRD_CLEANUP_FINALIZER, CRDServing
+from ._core import check_type, conflict, decode_meta, invalid, json_body, not_found
+from ._crd import CRD_CLEANUP_FINALIZER, CRDServing, crd_serving, crd_status
 from ._deletion import (
     deletion_finalizers_for_garbage_collection,
     mark_as_deleting,
@@ -41,7 +50,8 @@ from ._objects import (
 from ._patch import (
     json_equal,
 )
-from ._registry import StoreRegistry
+from ._registry import CRD_KEY, ResourceRegistry
+from ._storage import ObjectStorage
 from ._validation import (
     FINALIZER_FOREGROUND,
     FINALIZER_ORPHAN,
@@ -52,23 +62,67 @@ from ._validation import (
     validate_owner_references,
 )
 
-__all__ = ["StoreWrites"]
+__all__ = ["WriteRules"]
 
 
-class StoreWrites(StoreRegistry):
-    """Create, update and delete of :class:`~ownergc_backends.memory.InMemoryStore`."""
+class WriteRules:
+    """Create, update and delete over a storage and a registry.
 
-    def _generate_name(self, storage: _Storage, namespace: str, prefix: str) -> str:
+    ``clock`` stamps creation and deletion times, ``uid_factory`` makes uids;
+    ``terminating_namespaces`` turns on the namespace registry's DELETE (see
+    :class:`~ownergc_backends.memory.InMemoryStore`).
+    """
+
+    def __init__(
+        self,
+        storage: ObjectStorage,
+        registry: ResourceRegistry,
+        *,
+        clock: Callable[[], datetime],
+        uid_factory: Callable[[], str],
+        terminating_namespaces: bool = False,
+    ) -> None:
+        self._storage = storage
+        self._registry = registry
+        self._clock = clock
+        self._uid_factory = uid_factory
+        self._terminating_namespaces = terminating_namespaces
+        #: CRDs whose cleanup is running (their objects' removals must not re-enter it).
+        self._crd_cleaning: set[str] = set()
+
+    def remove_locked(
+        self, bucket: _Storage, namespace: str, name: str, last: JSONDict, wake: list[anyio.Event]
+    ) -> JSONDict:
+        """Remove an object; removing a CRD stops serving its kinds, removing a custom
+        object may end its terminating CRD's cleanup."""
+        gone = self._storage.remove_locked(bucket, namespace, name, last, wake)
+        if self._registry.is_crd_bucket(bucket):
+            self._crd_removed_locked(gone, wake)
+        else:
+            crd = self._registry.crd_serving(bucket)
+            if crd is not None:
+                self._crd_instance_removed_locked(crd, wake)
+        return gone
+
+    def unregister_locked(self, bucket: _Storage, wake: list[anyio.Event]) -> None:
+        """Stop serving a resource: its objects are removed (watchers get a DELETED
+        event for each, then their stream ends)."""
+        for obj in builtins.list(bucket.iter_sorted(None)):
+            meta = _meta(obj)
+            self.remove_locked(bucket, meta.get("namespace", ""), meta["name"], obj, wake)
+        self._registry.forget_locked(bucket, wake)
+
+    def _generate_name(self, bucket: _Storage, namespace: str, prefix: str) -> str:
         for _ in range(16):
             suffix = "".join(secrets.choice(_GENERATE_NAME_ALPHABET) for _ in range(5))
             candidate = prefix[: 253 - 5] + suffix
-            if storage.lookup(namespace, candidate) is None:
+            if bucket.lookup(namespace, candidate) is None:
                 return candidate
         raise ServerTimeout(f"could not generate a unique name from {prefix!r}")
 
-    def _admit_namespace(self, storage: _Storage, namespace: str, name: str) -> None:
+    def _admit_namespace(self, bucket: _Storage, namespace: str, name: str) -> None:
         """NamespaceLifecycle admission for creates."""
-        ns_obj = self._storages[("", "namespaces")].lookup("", namespace)
+        ns_obj = self._storage.buckets[("", "namespaces")].lookup("", namespace)
         if ns_obj is None:
             raise NotFound(
                 f'namespaces "{namespace}" not found',
@@ -77,7 +131,7 @@ class StoreWrites(StoreRegistry):
             )
         if "deletionTimestamp" in _meta(ns_obj):
             raise Forbidden(
-                f'{storage.group_resource} "{name}" is forbidden: unable to create new content '
+                f'{bucket.group_resource} "{name}" is forbidden: unable to create new content '
                 f"in namespace {namespace} because it is being terminated",
                 reason="Forbidden",
                 details={
@@ -85,9 +139,9 @@ class StoreWrites(StoreRegistry):
                 },
             )
 
-    def _create_locked(
+    def create_locked(
         self,
-        storage: _Storage,
+        bucket: _Storage,
         version: str,
         namespace: str | None,
         obj: Any,
@@ -98,16 +152,16 @@ class StoreWrites(StoreRegistry):
     ) -> JSONDict:
         """Create; with ``load`` the object keeps the uid, timestamps, generation and
         deletion state it carries (a copy of an object from elsewhere)."""
-        spec = storage.spec
-        crd = self._crd_serving_storage(storage)
+        spec = bucket.spec
+        crd = self._registry.crd_serving(bucket)
         if crd is not None and "deletionTimestamp" in _meta(crd) and not load:
             raise MethodNotAllowed(
                 "create not allowed while custom resource definition is terminating",
                 reason="MethodNotAllowed",
             )
-        body = self._body(obj, "the object to create")
-        self._check_type(storage, body)
-        meta = self._decode_meta(body.get("metadata"))
+        body = json_body(obj, "the object to create")
+        check_type(bucket, body)
+        meta = decode_meta(body.get("metadata"))
         if spec.namespaced:
             own = meta.get("namespace")
             if namespace and own and own != namespace:
@@ -119,14 +173,14 @@ class StoreWrites(StoreRegistry):
             ns = namespace or own
             if not ns:
                 raise BadRequest(
-                    f"a namespace is required to create {storage.group_resource}",
+                    f"a namespace is required to create {bucket.group_resource}",
                     reason="BadRequest",
                 )
             meta["namespace"] = ns
         else:
             if namespace:
                 raise BadRequest(
-                    f"{storage.group_resource} is cluster-scoped; namespace {namespace!r} "
+                    f"{bucket.group_resource} is cluster-scoped; namespace {namespace!r} "
                     "must not be given",
                     reason="BadRequest",
                 )
@@ -134,7 +188,7 @@ class StoreWrites(StoreRegistry):
             ns = ""
         display_name = meta.get("name") or meta.get("generateName") or ""
         if spec.namespaced and admit:
-            self._admit_namespace(storage, ns, display_name)
+            self._admit_namespace(bucket, ns, display_name)
         kept: JSONDict = {}
         if load:
             meta.pop("resourceVersion", None)
@@ -165,7 +219,7 @@ class StoreWrites(StoreRegistry):
         errors: list[FieldError] = []
         if not meta.get("name"):
             if meta.get("generateName"):
-                meta["name"] = self._generate_name(storage, ns, meta["generateName"])
+                meta["name"] = self._generate_name(bucket, ns, meta["generateName"])
             else:
                 errors.append(
                     FieldError(
@@ -178,10 +232,10 @@ class StoreWrites(StoreRegistry):
         errors += validate_finalizers(meta.get("finalizers", []))
         errors += validate_owner_references(meta.get("ownerReferences", []))
         if errors:
-            raise self._invalid(storage, name, errors)
-        if storage.lookup(ns, name) is not None:
+            raise invalid(bucket, name, errors)
+        if bucket.lookup(ns, name) is not None:
             raise AlreadyExists(
-                f'{storage.group_resource} "{name}" already exists',
+                f'{bucket.group_resource} "{name}" already exists',
                 reason="AlreadyExists",
                 details={"name": name, "group": spec.group, "kind": spec.resource},
             )
@@ -212,21 +266,21 @@ class StoreWrites(StoreRegistry):
         if spec.group == "apiregistration.k8s.io" and spec.resource == "apiservices":
             self._api_service_availability(stored, format_time(self._clock()))
         serving: CRDServing | None = None
-        if self._is_crd_storage(storage):
+        if self._registry.is_crd_bucket(bucket):
             serving, crd_errors = self._crd_admit(stored, None)
             if crd_errors:
-                raise self._invalid(storage, name, crd_errors)
+                raise invalid(bucket, name, crd_errors)
             finalizers = meta.setdefault("finalizers", [])
             if CRD_CLEANUP_FINALIZER not in finalizers and not load:
                 finalizers.append(CRD_CLEANUP_FINALIZER)
-        out = self._store_locked(storage, "ADDED", stored, wake)
+        out = self._storage.store_locked(bucket, "ADDED", stored, wake)
         if serving is not None:
             self._crd_serve_locked(name, serving, wake)
         return out
 
-    def _update_locked(
+    def update_locked(
         self,
-        storage: _Storage,
+        bucket: _Storage,
         existing: JSONDict,
         body: JSONDict,
         wake: list[anyio.Event],
@@ -241,13 +295,13 @@ class StoreWrites(StoreRegistry):
         ``status`` subresource, an update of the object keeps the stored status
         and an update of ``/status`` changes the status alone.
         """
-        spec = storage.spec
+        spec = bucket.spec
         body = _split_status(existing, body, spec.subresources, subresource)
         old = _meta(existing)
         name = old["name"]
         namespace = old.get("namespace", "")
-        self._check_type(storage, body)
-        meta = self._decode_meta(body.get("metadata"))
+        check_type(bucket, body)
+        meta = decode_meta(body.get("metadata"))
         if meta.get("name", name) != name:
             raise BadRequest(
                 f"the name of the object ({meta['name']}) does not match the name on the URL "
@@ -268,8 +322,8 @@ class StoreWrites(StoreRegistry):
         rv = meta.get("resourceVersion")
         if rv is None:
             if not is_patch and not spec.allow_unconditional_update:
-                raise self._invalid(
-                    storage,
+                raise invalid(
+                    bucket,
                     name,
                     [
                         FieldError(
@@ -281,8 +335,8 @@ class StoreWrites(StoreRegistry):
                     ],
                 )
         elif rv != old["resourceVersion"]:
-            raise self._conflict(
-                storage,
+            raise conflict(
+                bucket,
                 name,
                 "the object has been modified; please apply your changes to the latest "
                 "version and try again",
@@ -326,7 +380,7 @@ class StoreWrites(StoreRegistry):
         errors += validate_finalizers(finalizers)
         errors += validate_owner_references(meta.get("ownerReferences", []))
         if errors:
-            raise self._invalid(storage, name, errors)
+            raise invalid(bucket, name, errors)
 
         new: JSONDict = {"apiVersion": existing["apiVersion"], "kind": spec.kind, "metadata": meta}
         for key, value in body.items():
@@ -336,34 +390,34 @@ class StoreWrites(StoreRegistry):
             meta["generation"] += 1
 
         serving: CRDServing | None = None
-        if self._is_crd_storage(storage) and old_deletion is None:
+        if self._registry.is_crd_bucket(bucket) and old_deletion is None:
             serving, crd_errors = self._crd_admit(new, existing)
             if crd_errors:
-                raise self._invalid(storage, name, crd_errors)
-        if should_delete_during_update(finalizers, old) and not self._namespace_held(storage, new):
+                raise invalid(bucket, name, crd_errors)
+        if should_delete_during_update(finalizers, old) and not self._namespace_held(bucket, new):
             # The last finalizer of a deleting object went away.
-            gone = self._remove_locked(storage, namespace, name, existing, wake)
+            gone = self.remove_locked(bucket, namespace, name, existing, wake)
             new["metadata"] = _ordered({**meta, "resourceVersion": _meta(gone)["resourceVersion"]})
             return new
         new["metadata"] = _ordered(meta)
         if json_equal(new, existing):
             return existing  # a no-op write is not stored (no new rv, no event)
-        out = self._store_locked(storage, "MODIFIED", new, wake)
+        out = self._storage.store_locked(bucket, "MODIFIED", new, wake)
         if serving is not None:
             self._crd_serve_locked(name, serving, wake)
         return out
 
-    def _namespace_held(self, storage: _Storage, obj: JSONDict) -> bool:
+    def _namespace_held(self, bucket: _Storage, obj: JSONDict) -> bool:
         """A terminating namespace stays while ``spec.finalizers`` is not empty
         (``ShouldDeleteNamespaceDuringUpdate``)."""
-        if not (self._terminating_namespaces and _is_namespaces(storage)):
+        if not (self._terminating_namespaces and _is_namespaces(bucket)):
             return False
         ns_spec = obj.get("spec")
         return isinstance(ns_spec, dict) and bool(ns_spec.get("finalizers"))
 
-    def _delete_locked(
+    def delete_locked(
         self,
-        storage: _Storage,
+        bucket: _Storage,
         version: str,
         namespace: str,
         name: str,
@@ -373,20 +427,20 @@ class StoreWrites(StoreRegistry):
         wake: list[anyio.Event],
     ) -> JSONDict | None:
         # NamespaceLifecycle admission runs before the registry looks at the object.
-        is_namespace = storage.spec.group == "" and storage.spec.resource == "namespaces"
+        is_namespace = bucket.spec.group == "" and bucket.spec.resource == "namespaces"
         if is_namespace and name in IMMORTAL_NAMESPACES:
             raise Forbidden(
                 f'namespaces "{name}" is forbidden: this namespace may not be deleted',
                 reason="Forbidden",
             )
-        existing = storage.lookup(namespace, name)
+        existing = bucket.lookup(namespace, name)
         if existing is None:
-            raise self._not_found(storage, name)
+            raise not_found(bucket, name)
         meta = _meta(existing)
         if preconditions is not None:
             if preconditions.uid is not None and preconditions.uid != meta["uid"]:
-                raise self._conflict(
-                    storage,
+                raise conflict(
+                    bucket,
                     name,
                     f"the UID in the precondition ({preconditions.uid}) does not match the UID "
                     f"in record ({meta['uid']}). The object might have been deleted and then "
@@ -396,20 +450,20 @@ class StoreWrites(StoreRegistry):
                 preconditions.resource_version is not None
                 and preconditions.resource_version != meta["resourceVersion"]
             ):
-                raise self._conflict(
-                    storage,
+                raise conflict(
+                    bucket,
                     name,
                     f"the ResourceVersion in the precondition ({preconditions.resource_version}) "
                     f"does not match the ResourceVersion in record ({meta['resourceVersion']}). "
                     "The object might have been modified",
                 )
         if is_namespace and self._terminating_namespaces:
-            held = self._delete_namespace_locked(storage, existing, policy, orphan_dependents, wake)
+            held = self._delete_namespace_locked(bucket, existing, policy, orphan_dependents, wake)
             if held is not None:
                 return held
         current = meta.get("finalizers", [])
         changed, finalizers = deletion_finalizers_for_garbage_collection(
-            current, storage.spec.gc_policy(version), policy, orphan_dependents
+            current, bucket.spec.gc_policy(version), policy, orphan_dependents
         )
         # The apiserver takes its update path when the object has finalizers or
         # the GC finalizers change; it keeps the object (marked as deleting)
@@ -423,11 +477,11 @@ class StoreWrites(StoreRegistry):
             updated["metadata"] = _ordered(updated_meta)
             if json_equal(updated, existing):
                 return existing  # nothing changed: no write, no event
-            kept = self._store_locked(storage, "MODIFIED", updated, wake)
-            if self._is_crd_storage(storage):
+            kept = self._storage.store_locked(bucket, "MODIFIED", updated, wake)
+            if self._registry.is_crd_bucket(bucket):
                 return self._crd_cleanup_locked(kept, wake)
             return kept
-        self._remove_locked(storage, namespace, name, existing, wake)
+        self.remove_locked(bucket, namespace, name, existing, wake)
         return None
 
     def _api_service_availability(self, svc: JSONDict, now: str) -> None:
@@ -447,7 +501,7 @@ class StoreWrites(StoreRegistry):
             state = ("True", "Local", "Local APIServices are always available")
         else:
             ns, name = service.get("namespace", ""), service.get("name", "")
-            if self._storages[("", "services")].lookup(ns, name) is None:
+            if self._storage.buckets[("", "services")].lookup(ns, name) is None:
                 state = ("False", "ServiceNotFound", f'service/{name} in "{ns}" is not present')
             else:
                 why = f'endpoints for service/{name} in "{ns}" have no addresses'
@@ -463,7 +517,46 @@ class StoreWrites(StoreRegistry):
             }
         )
 
-    # -- the CRD finalizer (apiextensions-apiserver's finalizer controller, run inline)
+    # -- the CRD lifecycle: admission, serving, and the finalizer
+    # (apiextensions-apiserver's finalizer controller, run inline)
+
+    def _crd_admit(
+        self, obj: JSONDict, old: JSONDict | None
+    ) -> tuple[CRDServing, builtins.list[FieldError]]:
+        """Validate a CRD about to be stored (created or updated) and fill its status."""
+        serving, errors = crd_serving(obj)
+        if serving is None:
+            return CRDServing("", "", "", True, (), ""), errors
+        name = _meta(obj)["name"]
+        if old is not None:
+            before, _ = crd_serving(old)
+            if before is not None:
+                for field_name, was, now in (
+                    ("spec.scope", before.namespaced, serving.namespaced),
+                    ("spec.names.kind", before.kind, serving.kind),
+                ):
+                    if was != now:
+                        errors.append(
+                            FieldError(field_name, "FieldValueInvalid", "field is immutable", now)
+                        )
+        errors += self._registry.crd_conflicts(name, serving)
+        if not errors:
+            obj["status"] = crd_status(obj, serving, format_time(self._clock()))
+        return serving, errors
+
+    def _crd_serve_locked(
+        self, name: str, serving: CRDServing, wake: builtins.list[anyio.Event]
+    ) -> None:
+        if not serving.served:
+            bucket = self._registry.crd_serves(name, serving)
+            if bucket is not None:
+                self.unregister_locked(bucket, wake)
+            return
+        self._registry.serve_crd_locked(name, serving, wake)
+
+    def _crd_removed_locked(self, crd: JSONDict, wake: builtins.list[anyio.Event]) -> None:
+        for bucket in self._registry.served_by_crd(_meta(crd)["name"]):
+            self.unregister_locked(bucket, wake)
 
     def _crd_instance_removed_locked(self, crd: JSONDict, wake: list[anyio.Event]) -> None:
         meta = _meta(crd)
@@ -483,22 +576,18 @@ class StoreWrites(StoreRegistry):
         remaining = 0
         self._crd_cleaning.add(name)
         try:
-            for key, owner in list(self._crd_served.items()):
-                storage = self._storages.get(key)
-                if owner != name or storage is None:
-                    continue
-                version = storage.spec.preferred_version
-                for obj in list(storage.iter_sorted(None)):
+            for bucket in self._registry.served_by_crd(name):
+                version = bucket.spec.preferred_version
+                for obj in list(bucket.iter_sorted(None)):
                     om = _meta(obj)
                     if "deletionTimestamp" not in om:
                         ns = om.get("namespace", "")
-                        self._delete_locked(
-                            storage, version, ns, om["name"], None, None, None, wake
-                        )
-                remaining += storage.count()
+                        self.delete_locked(bucket, version, ns, om["name"], None, None, None, wake)
+                remaining += bucket.count()
         finally:
             self._crd_cleaning.discard(name)
-        crds = self._storages[("apiextensions.k8s.io", "customresourcedefinitions")]
+        crds = self._registry.bucket(*CRD_KEY)
+        assert crds is not None
         current = crds.lookup("", name)
         if current is None:
             return None
@@ -506,21 +595,21 @@ class StoreWrites(StoreRegistry):
         if remaining:
             if json_equal(updated, current):
                 return current
-            return self._store_locked(crds, "MODIFIED", updated, wake)
+            return self._storage.store_locked(crds, "MODIFIED", updated, wake)
         umeta = dict(_meta(updated))
         finalizers = [f for f in umeta.get("finalizers", ()) if f != CRD_CLEANUP_FINALIZER]
         if finalizers:
             umeta["finalizers"] = finalizers
             updated["metadata"] = umeta
-            return self._store_locked(crds, "MODIFIED", updated, wake)
+            return self._storage.store_locked(crds, "MODIFIED", updated, wake)
         umeta.pop("finalizers", None)
         updated["metadata"] = umeta
-        self._remove_locked(crds, "", name, updated, wake)
+        self.remove_locked(crds, "", name, updated, wake)
         return None
 
     def _delete_namespace_locked(
         self,
-        storage: _Storage,
+        bucket: _Storage,
         existing: JSONDict,
         policy: PropagationPolicy | None,
         orphan_dependents: bool | None,
@@ -555,8 +644,8 @@ class StoreWrites(StoreRegistry):
             status = dict(updated.get("status") or {})
             status["phase"] = "Terminating"
             updated["status"] = status
-            return self._store_locked(storage, "MODIFIED", updated, wake)
-        if self._namespace_held(storage, existing):
+            return self._storage.store_locked(bucket, "MODIFIED", updated, wake)
+        if self._namespace_held(bucket, existing):
             return existing
         return None
 

@@ -1,0 +1,102 @@
+"""Loading N objects into an InMemoryStore: seconds and objects per second.
+
+What ``ownergc preview``, ``why`` and ``lint`` pay before they can analyse a
+cluster: every object read from it (or from manifests) is copied into an
+in-memory store with ``InMemoryStore.load_objects``, uids and all. The
+objects are shaped like issue 22's cluster: ConfigMaps in 100 namespaces,
+one owner per ten with nine dependents owning it by uid.
+
+Two ways of calling it:
+
+* ``batch`` — one ``load_objects`` call with every object;
+* ``each`` — one call per object, as ``load_manifests`` (and through it
+  ``preview``'s and ``serve``'s loading) does, to name the file of a bad one.
+
+``--budget S`` stops a run after S seconds of loading (a quadratic load of
+100k objects would take hours); the line then says ``"complete": false``
+and the rate is over the objects loaded so far.
+
+Run: ``python benchmarks/load.py [--objects 10000 100000] [--mode batch each]``.
+Prints one JSON line per (N, mode). Timings on a loaded machine are noisy:
+compare runs made back to back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from ownergc_backends.memory import InMemoryStore
+
+NAMESPACES = 100
+
+
+def cluster(n: int) -> Iterator[dict[str, Any]]:
+    """``n`` ConfigMaps: owners (one in ten) and their nine dependents each."""
+    owner_uid = owner_name = ""
+    for i in range(n):
+        ns = f"ns-{i // 10 % NAMESPACES}"  # an owner and its dependents share one
+        uid = str(uuid.uuid4())
+        meta: dict[str, Any] = {"name": f"cm-{i}", "namespace": ns, "uid": uid}
+        if i % 10 == 0:
+            owner_uid, owner_name = uid, f"cm-{i}"
+        else:
+            meta["ownerReferences"] = [
+                {"apiVersion": "v1", "kind": "ConfigMap", "name": owner_name, "uid": owner_uid}
+            ]
+        yield {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"k": "v"}}
+
+
+def run(n: int, mode: str, budget: float) -> dict[str, Any]:
+    objects = list(cluster(n))
+    store = InMemoryStore()
+    store.load_objects(
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": f"ns-{i}"}}
+        for i in range(NAMESPACES)
+    )
+    gc.collect()
+    loaded = 0
+    start = time.perf_counter()
+    if mode == "batch":
+        loaded = len(store.load_objects(objects))
+    else:
+        for obj in objects:
+            store.load_objects([obj])
+            loaded += 1
+            if loaded % 1000 == 0 and time.perf_counter() - start > budget:
+                break
+    seconds = time.perf_counter() - start
+    return {
+        "objects": n,
+        "mode": mode,
+        "loaded": loaded,
+        "complete": loaded == n,
+        "seconds": round(seconds, 3),
+        "objects_per_second": round(loaded / seconds) if seconds else None,
+        "us_per_object": round(seconds / max(1, loaded) * 1e6, 1),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--objects", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--mode", nargs="+", choices=("batch", "each"), default=["batch", "each"])
+    parser.add_argument("--budget", type=float, default=120.0, help="seconds per run at most")
+    args = parser.parse_args(argv)
+    for n in args.objects:
+        for mode in args.mode:
+            print(json.dumps(run(n, mode, args.budget)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
