@@ -1,0 +1,280 @@
+"""Server-side apply and the managedFields bookkeeping of every other write.
+
+Two entry points, both pure (the time is passed in, nothing is stored):
+
+- :func:`apply` merges an applied configuration into the live object for
+  one manager: the manager now owns exactly the fields it applied; fields it
+  applied last time and no longer does are removed unless someone else owns
+  them; fields owned by other managers that the apply would change are
+  conflicts (an :class:`~.conflicts.ApplyConflict`), or, with ``force``, are
+  taken from them. A value equal to the live one changes nothing and so is
+  shared, not taken.
+- :func:`update_managed_fields` records a create, update or patch: the
+  writer's ``Update`` entry gains every field the write added or changed,
+  other managers lose those, and everyone loses the fields it removed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .conflicts import ApplyConflict
+from .fieldpath import FieldSet, Path
+from .managers import (
+    Entry,
+    EntryKey,
+    ManagedFieldsError,
+    decode_managed_fields,
+    encode_managed_fields,
+    wants_reset,
+)
+from .merge import (
+    MergeError,
+    compare,
+    drop_under,
+    json_equal,
+    merge,
+    remove_fields,
+    to_field_set,
+    with_named_fields,
+)
+from .schema import Node
+
+__all__ = [
+    "STRIPPED_FIELDS",
+    "ApplyError",
+    "ApplyResult",
+    "apply",
+    "update_managed_fields",
+]
+
+#: Fields no manager ever owns: identity and bookkeeping the server sets.
+STRIPPED_FIELDS: FieldSet = frozenset(
+    {
+        ("f:apiVersion",),
+        ("f:kind",),
+        ("f:metadata",),
+        *(
+            ("f:metadata", "f:" + name)
+            for name in (
+                "name",
+                "namespace",
+                "creationTimestamp",
+                "selfLink",
+                "uid",
+                "clusterName",
+                "generation",
+                "managedFields",
+                "resourceVersion",
+            )
+        ),
+    }
+)
+
+
+class ApplyError(ValueError):
+    """An apply or write the server refuses before merging; ``status`` is its HTTP code."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    """The object an apply produces (managedFields included) and whether it differs from live."""
+
+    object: dict[str, Any]
+    changed: bool
+
+
+def _body(obj: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The object without its managedFields (what the merge works on)."""
+    if obj is None:
+        return {}
+    out = dict(obj)
+    metadata = out.get("metadata")
+    if isinstance(metadata, dict) and "managedFields" in metadata:
+        metadata = dict(metadata)
+        del metadata["managedFields"]
+        out["metadata"] = metadata
+    return out
+
+
+def _with_managed(body: dict[str, Any], entries: Mapping[EntryKey, Entry]) -> dict[str, Any]:
+    out = dict(body)
+    metadata = dict(out.get("metadata") or {})
+    encoded = encode_managed_fields(entries.values())
+    if encoded:
+        metadata["managedFields"] = encoded
+    else:
+        metadata.pop("managedFields", None)
+    out["metadata"] = metadata
+    return out
+
+
+def _owned(fields: FieldSet | set[Path], ignored: FieldSet) -> FieldSet:
+    return drop_under(frozenset(fields) - STRIPPED_FIELDS, ignored)
+
+
+def _live_entries(live: Mapping[str, Any] | None) -> dict[EntryKey, Entry]:
+    if live is None:
+        return {}
+    metadata = live.get("metadata")
+    raw = metadata.get("managedFields") if isinstance(metadata, Mapping) else None
+    try:
+        return decode_managed_fields(raw)
+    except ManagedFieldsError:
+        # The server treats unreadable stored managedFields as none at all.
+        return {}
+
+
+def _stale(
+    live: Mapping[str, Any], schema: Node, last: FieldSet, managed: set[Path] | FieldSet
+) -> set[Path]:
+    """What an apply removes: what the manager owned last time and nobody owns now.
+
+    Named fields above owned leaves count as owned (see
+    :func:`~.merge.with_named_fields`). ``metadata`` itself is never removed
+    whole: the server keeps the object's identity, so its other fields are
+    removed one by one instead.
+    """
+    stale = with_named_fields(last, schema) - with_named_fields(managed, schema)
+    if ("f:metadata",) in stale:
+        stale.discard(("f:metadata",))
+        metadata = live.get("metadata")
+        if isinstance(metadata, Mapping):
+            stale.update(
+                ("f:metadata", "f:" + name)
+                for name in metadata
+                if ("f:metadata", "f:" + name) not in STRIPPED_FIELDS
+            )
+    return stale
+
+
+def apply(
+    live: Mapping[str, Any] | None,
+    applied: Mapping[str, Any],
+    *,
+    manager: str,
+    force: bool,
+    schema: Node,
+    now: str,
+    subresource: str = "",
+    ignored: FieldSet = frozenset(),
+) -> ApplyResult | ApplyConflict:
+    """Apply ``applied`` as ``manager`` to ``live`` (``None`` when the apply creates).
+
+    ``ignored`` holds subtrees no manager owns on this endpoint (e.g.
+    ``("f:status",)`` on a main resource with a status subresource).
+    Raises :class:`ApplyError` for input the server refuses outright.
+    """
+    if not manager:
+        raise ApplyError("fieldManager: Required value: is required for apply patch", 422)
+    if not isinstance(applied, Mapping):
+        raise ApplyError("the applied configuration must be a JSON object")
+    applied_meta = applied.get("metadata")
+    if isinstance(applied_meta, Mapping) and applied_meta.get("managedFields") is not None:
+        raise ApplyError("metadata.managedFields must be nil")
+    api_version = str(applied.get("apiVersion", ""))
+    entries = _live_entries(live)
+    live_body = _body(live)
+    applied_body = dict(applied)
+    key = EntryKey(manager, "Apply", api_version, subresource)
+    try:
+        merged = merge(live_body, applied_body, schema) if live is not None else applied_body
+        new_set = _owned(to_field_set(applied_body, schema), ignored)
+        previous = entries.get(key)
+        last_set = previous.fields if previous is not None else frozenset()
+        managed_by_others: set[Path] = set()
+        for other_key, entry in entries.items():
+            if other_key != key:
+                managed_by_others |= entry.fields
+        stale = _stale(live_body, schema, last_set, new_set | managed_by_others)
+        result = remove_fields(merged, schema, stale)
+        added, modified, removed = compare(live_body, result, schema)
+    except MergeError as exc:
+        raise ApplyError(f"failed to create typed patch object: {exc}", 500) from exc
+    changed_fields = _owned(added | modified, ignored)
+    conflicts: dict[EntryKey, FieldSet] = {}
+    for other_key, entry in entries.items():
+        if other_key == key:
+            continue
+        clash = entry.fields & changed_fields
+        if clash:
+            conflicts[other_key] = clash
+    if conflicts and not force:
+        return ApplyConflict(conflicts)
+    updated: dict[EntryKey, Entry] = {}
+    for other_key, entry in entries.items():
+        if other_key == key:
+            continue
+        fields = drop_under(entry.fields - changed_fields, removed)
+        if fields:
+            updated[other_key] = Entry(other_key, entry.time, fields)
+    if new_set:
+        updated[key] = Entry(key, now, new_set)
+    out = _with_managed(result, updated)
+    changed = not json_equal(out, dict(live)) if live is not None else True
+    if not changed and live is not None:
+        return ApplyResult(object=dict(live), changed=False)
+    return ApplyResult(object=out, changed=changed)
+
+
+def update_managed_fields(
+    old: Mapping[str, Any] | None,
+    new: Mapping[str, Any],
+    *,
+    manager: str,
+    schema: Node,
+    now: str,
+    subresource: str = "",
+    ignored: FieldSet = frozenset(),
+) -> dict[str, Any]:
+    """``new`` with the managedFields a create/update/patch by ``manager`` leaves.
+
+    ``old`` is the stored object (``None`` on create). A write that sets
+    ``metadata.managedFields`` to ``[]`` (or ``[{}]``) clears them; one that
+    carries other managedFields has them taken as written; one without keeps
+    the stored ones.
+    """
+    api_version = str(new.get("apiVersion", ""))
+    new_meta = new.get("metadata")
+    requested = new_meta.get("managedFields") if isinstance(new_meta, Mapping) else None
+    entries: dict[EntryKey, Entry]
+    if wants_reset(requested):
+        entries = {}
+    else:
+        try:
+            entries = decode_managed_fields(requested)
+        except ManagedFieldsError:
+            entries = {}
+        if not entries:
+            entries = _live_entries(old)
+    old_body = _body(old)
+    new_body = _body(new)
+    try:
+        added, modified, removed = compare(old_body, new_body, schema)
+    except MergeError as exc:
+        raise ApplyError(str(exc), 500) from exc
+    changed_fields = _owned(added | modified, ignored)
+    key = EntryKey(manager, "Update", api_version, subresource)
+    updated: dict[EntryKey, Entry] = {}
+    for other_key, entry in entries.items():
+        fields = drop_under(entry.fields - changed_fields, removed)
+        if other_key == key:
+            continue
+        if fields:
+            updated[other_key] = Entry(other_key, entry.time, fields)
+    previous = entries.get(key)
+    if changed_fields:
+        base = drop_under(previous.fields, removed) if previous is not None else frozenset()
+        updated[key] = Entry(key, now, base | changed_fields)
+    elif previous is not None:
+        kept = drop_under(previous.fields, removed)
+        if kept:
+            updated[key] = Entry(key, previous.time, kept)
+    return _with_managed(new_body, updated)
