@@ -43,6 +43,7 @@ from .merge import (
 from .schema import Node
 
 __all__ = [
+    "BEFORE_FIRST_APPLY",
     "STRIPPED_FIELDS",
     "ApplyError",
     "ApplyResult",
@@ -155,6 +156,30 @@ def _stale(
     return stale
 
 
+#: The manager the server records, on the first apply to an object nobody
+#: manages, as having set everything the object already holds.
+BEFORE_FIRST_APPLY = "before-first-apply"
+
+
+def _before_first_apply(
+    live_body: Mapping[str, Any],
+    api_version: str,
+    schema: Node,
+    now: str,
+    subresource: str,
+    ignored: FieldSet,
+) -> dict[EntryKey, Entry]:
+    try:
+        added, modified, _ = compare({}, dict(live_body), schema)
+    except MergeError:
+        return {}
+    fields = _owned(added | modified, ignored)
+    if not fields:
+        return {}
+    key = EntryKey(BEFORE_FIRST_APPLY, "Update", api_version, subresource)
+    return {key: Entry(key, now, fields)}
+
+
 def apply(
     live: Mapping[str, Any] | None,
     applied: Mapping[str, Any],
@@ -184,6 +209,8 @@ def apply(
     live_body = _body(live)
     applied_body = dict(applied)
     key = EntryKey(manager, "Apply", api_version, subresource)
+    if live is not None and not entries:
+        entries = _before_first_apply(live_body, api_version, schema, now, subresource, ignored)
     try:
         merged = merge(live_body, applied_body, schema) if live is not None else applied_body
         new_set = _owned(to_field_set(applied_body, schema), ignored)
@@ -239,7 +266,8 @@ def update_managed_fields(
     ``old`` is the stored object (``None`` on create). A write that sets
     ``metadata.managedFields`` to ``[]`` (or ``[{}]``) clears them; one that
     carries other managedFields has them taken as written; one without keeps
-    the stored ones.
+    the stored ones. An update of an object with no managedFields at all
+    is not tracked (only creates and applies start tracking).
     """
     api_version = str(new.get("apiVersion", ""))
     new_meta = new.get("metadata")
@@ -256,6 +284,10 @@ def update_managed_fields(
             entries = _live_entries(old)
     old_body = _body(old)
     new_body = _body(new)
+    if old is not None and not entries:
+        # An object nobody manages stays untracked until the next apply: the
+        # server only starts tracking non-apply writes on create.
+        return _with_managed(new_body, {})
     try:
         added, modified, removed = compare(old_body, new_body, schema)
     except MergeError as exc:

@@ -92,7 +92,8 @@ def to_field_set(value: Any, node: Node, prefix: Path = ()) -> set[Path]:
     """The fields a value sets: its leaves, atomic values and list items.
 
     Maps and structs are not members themselves (only what they hold), which
-    is what an applied configuration claims.
+    is what an applied configuration claims; an empty one (``spec: {}``) is a
+    member, claimed as such.
     """
     out: set[Path] = set()
     _collect(value, node, prefix, out)
@@ -100,11 +101,11 @@ def to_field_set(value: Any, node: Node, prefix: Path = ()) -> set[Path]:
 
 
 def _collect(value: Any, node: Node, path: Path, out: set[Path]) -> None:
-    if _is_map_node(node, value):
+    if _is_map_node(node, value) and value:
         for key, child in value.items():
             _collect(child, node.child(key), (*path, field_element(key)), out)
         return
-    if _is_keyed_list(node, value):
+    if _is_keyed_list(node, value) and value:
         items = node.items()
         for element, item in _index(node, value).items():
             item_path = (*path, element)
