@@ -117,6 +117,11 @@ def _with_managed(body: dict[str, Any], entries: Mapping[EntryKey, Entry]) -> di
     return out
 
 
+def _zero_object(schema: Node) -> dict[str, Any]:
+    """What a new, empty object of this kind holds before any write."""
+    return {name: {} for name in schema.zero_fields}
+
+
 def _owned(fields: FieldSet | set[Path], ignored: FieldSet) -> FieldSet:
     return drop_under(frozenset(fields) - STRIPPED_FIELDS, ignored)
 
@@ -170,7 +175,7 @@ def _before_first_apply(
     ignored: FieldSet,
 ) -> dict[EntryKey, Entry]:
     try:
-        added, modified, _ = compare({}, dict(live_body), schema)
+        added, modified, _ = compare(_zero_object(schema), dict(live_body), schema)
     except MergeError:
         return {}
     fields = _owned(added | modified, ignored)
@@ -282,7 +287,7 @@ def update_managed_fields(
             entries = {}
         if not entries:
             entries = _live_entries(old)
-    old_body = _body(old)
+    old_body = _body(old) if old is not None else _zero_object(schema)
     new_body = _body(new)
     if old is not None and not entries:
         # An object nobody manages stays untracked until the next apply: the

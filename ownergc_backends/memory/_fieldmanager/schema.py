@@ -28,7 +28,7 @@ from __future__ import annotations
 import gzip
 import json
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib import resources
 from typing import Any, Literal
@@ -77,6 +77,10 @@ class Node:
     key_defaults: Mapping[str, Any] = field(default_factory=dict)
     patch_strategy: str = ""
     patch_merge_key: str = ""
+    #: Top-level fields a new object of this kind already holds empty (a
+    #: built-in kind's ``spec``/``status`` are Go structs, never absent), so
+    #: a create does not record them as added.
+    zero_fields: tuple[str, ...] = ()
     _fields: Mapping[str, Callable[[], Node]] = field(default_factory=dict, repr=False)
     _values: Callable[[], Node] | None = field(default=None, repr=False)
     _items: Callable[[], Node] | None = field(default=None, repr=False)
@@ -263,7 +267,13 @@ def builtin_schema(group: str, version: str, kind: str) -> Node | None:
     """The merge type of a built-in kind, or ``None`` when the document does not list it."""
     converter, by_gvk = _builtin()
     name = by_gvk.get((group, version, kind))
-    return converter.ref(name) if name is not None else None
+    if name is None:
+        return None
+    node = converter.ref(name)
+    zero = tuple(
+        f for f in ("spec", "status") if node.is_named_field(f) and node.child(f).kind == "struct"
+    )
+    return replace(node, zero_fields=zero) if zero else node
 
 
 def crd_schema(open_api_v3_schema: Mapping[str, Any] | None) -> Node:
