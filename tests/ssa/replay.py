@@ -31,10 +31,8 @@ from ownergc_backends.memory._fieldmanager import (
 )
 from ownergc_backends.memory._patch import apply_json_merge_patch, apply_json_patch
 
-FIXTURES = Path(__file__).resolve().parents[2].parent.parent / "shared" / "fixtures"
-FIXTURE_DIR = Path("/work/shared/fixtures/real-apiserver-1.24")
-if not FIXTURE_DIR.is_dir():  # pragma: no cover - layout of a CI checkout
-    FIXTURE_DIR = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "real-apiserver-1.24"
+#: Copies of ../shared/fixtures/real-apiserver-1.24 (what a real v1.24 server answered).
+FIXTURE_DIR = Path(__file__).resolve().parents[1] / "data" / "real-apiserver-1.24"
 
 NOW = "<time>"
 
@@ -56,7 +54,9 @@ def gadget_schema(crd: dict[str, Any]) -> Node:
 
 
 def _not_found(kind: str, resource: str, group: str) -> dict[str, Any]:
-    details = {"name": "obj", "group": group, "kind": kind} if group else {"name": "obj", "kind": kind}
+    details = (
+        {"name": "obj", "group": group, "kind": kind} if group else {"name": "obj", "kind": kind}
+    )
     return {
         "kind": "Status",
         "apiVersion": "v1",
@@ -71,7 +71,9 @@ def _not_found(kind: str, resource: str, group: str) -> dict[str, Any]:
 
 def _null_lists(obj: dict[str, Any], crd: dict[str, Any]) -> list[str]:
     """Fields of array type left null (the server's CRD validation refuses them)."""
-    props = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    props = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"][
+        "properties"
+    ]
     spec = obj.get("spec") or {}
     return [
         f"spec.{name}"
@@ -170,7 +172,9 @@ class Store:
         method = step["method"]
         if method == "GET":
             if self.obj is None:
-                return 404, _not_found(self.plural, self.resource, "ssa.example.com" if self.custom else "")
+                return 404, _not_found(
+                    self.plural, self.resource, "ssa.example.com" if self.custom else ""
+                )
             return 200, copy.deepcopy(self.obj)
         content_type = step["content_type"]
         body = step["body"]
@@ -192,7 +196,9 @@ class Store:
             stored = self._store(live, new, dry)
             return (201 if live is None else 200), copy.deepcopy(stored)
         if self.obj is None:
-            return 404, _not_found(self.plural, self.resource, "ssa.example.com" if self.custom else "")
+            return 404, _not_found(
+                self.plural, self.resource, "ssa.example.com" if self.custom else ""
+            )
         if content_type == "application/merge-patch+json":
             patched = apply_json_merge_patch(self.obj, body)
         elif content_type == "application/json-patch+json":

@@ -152,12 +152,18 @@ def test_deployment_containers_merge_by_name_across_managers() -> None:
     first = _apply(None, 11, DEPLOYMENT)
     assert isinstance(first, ApplyResult)
     want_first = EXCHANGES[11]["response"]["body"]
-    assert _plain(first.object)["metadata"]["managedFields"] == _plain(want_first)["metadata"]["managedFields"]
+    assert (
+        _plain(first.object)["metadata"]["managedFields"]
+        == _plain(want_first)["metadata"]["managedFields"]
+    )
     live = _defaulted_like(want_first, first.object)
     second = _apply(live, 12, DEPLOYMENT)
     assert isinstance(second, ApplyResult)
     want_second = EXCHANGES[12]["response"]["body"]
-    assert _plain(second.object)["metadata"]["managedFields"] == _plain(want_second)["metadata"]["managedFields"]
+    assert (
+        _plain(second.object)["metadata"]["managedFields"]
+        == _plain(want_second)["metadata"]["managedFields"]
+    )
     containers = second.object["spec"]["template"]["spec"]["containers"]
     assert [c["name"] for c in containers] == ["a", "b"]
     assert containers[0] == want_second["spec"]["template"]["spec"]["containers"][0]
@@ -178,4 +184,7 @@ def test_create_records_an_update_entry(
     got = update_managed_fields(
         None, new, manager="Python-urllib", schema=_schema(group, "v1", kind), now=NOW
     )
-    assert got["metadata"]["managedFields"] == EXCHANGES[n]["response"]["body"]["metadata"]["managedFields"]
+    assert (
+        got["metadata"]["managedFields"]
+        == EXCHANGES[n]["response"]["body"]["metadata"]["managedFields"]
+    )

@@ -68,7 +68,12 @@ def test_every_recorded_managed_fields_list_round_trips() -> None:
 
 def test_members_and_parents() -> None:
     fields = decode_fields_v1(
-        {"f:spec": {"f:ports": {'k:{"name":"a"}': {".": {}, "f:port": {}}}, "f:tags": {'v:"x"': {}}}}
+        {
+            "f:spec": {
+                "f:ports": {'k:{"name":"a"}': {".": {}, "f:port": {}}},
+                "f:tags": {'v:"x"': {}},
+            }
+        }
     )
     assert fields == {
         ("f:spec", "f:ports", 'k:{"name":"a"}'),

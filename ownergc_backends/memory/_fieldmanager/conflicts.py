@@ -13,11 +13,9 @@ Wording, as a v1.24 apiserver writes it (recorded in the fixtures):
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
-
-import json
 from typing import Any
 
 from .fieldpath import FieldSet, Path, path_string

@@ -90,7 +90,10 @@ def _check_element(element: str) -> None:
 
 
 def decode_fields_v1(doc: Any) -> FieldSet:
-    """The field set a ``fieldsV1`` document describes; bad documents raise :class:`FieldsV1Error`."""
+    """The field set a ``fieldsV1`` document describes.
+
+    A document that is not a tree of path elements raises :class:`FieldsV1Error`.
+    """
     if not isinstance(doc, dict):
         raise FieldsV1Error("fieldsV1 must be a JSON object")
     out: set[Path] = set()

@@ -42,7 +42,7 @@ class EntryKey:
     subresource: str = ""
 
     def identifier(self) -> str:
-        """The compact JSON the server uses to name this entry internally (and sort conflicts by)."""
+        """The compact JSON naming this entry inside the server (conflicts sort by it)."""
         doc: dict[str, str] = {
             "manager": self.manager,
             "operation": self.operation,
@@ -105,9 +105,7 @@ def decode_managed_fields(managed_fields: Any) -> dict[EntryKey, Entry]:
             )
         fields_type = raw.get("fieldsType", "FieldsV1")
         if fields_type != "FieldsV1":
-            raise ManagedFieldsError(
-                f"metadata.managedFields[{index}].fieldsType must be FieldsV1"
-            )
+            raise ManagedFieldsError(f"metadata.managedFields[{index}].fieldsType must be FieldsV1")
         try:
             fields = decode_fields_v1(raw.get("fieldsV1", {}))
         except FieldsV1Error as exc:

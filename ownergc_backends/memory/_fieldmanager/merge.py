@@ -50,9 +50,7 @@ def json_equal(a: Any, b: Any) -> bool:
 
 
 def _is_map_node(node: Node, value: Any) -> bool:
-    return (
-        node.kind in ("struct", "map", "untyped") and not node.atomic and isinstance(value, dict)
-    )
+    return node.kind in ("struct", "map", "untyped") and not node.atomic and isinstance(value, dict)
 
 
 def _is_keyed_list(node: Node, value: Any) -> bool:

@@ -303,19 +303,19 @@ def strategic_list_facts(node: Node) -> Iterator[tuple[tuple[str, ...], str, str
     """``(path, patch strategy, merge key)`` for every list below ``node`` that has one.
 
     Paths are tuples of field names (list items add no element). This is the
-    table strategic merge patch needs; recursive types are walked once.
+    table strategic merge patch needs; a recursive type is not entered again
+    below itself.
     """
-    seen: set[int] = set()
-    stack: list[tuple[tuple[str, ...], Node]] = [((), node)]
+    stack: list[tuple[tuple[str, ...], Node, frozenset[int]]] = [((), node, frozenset())]
     while stack:
-        path, current = stack.pop()
-        if id(current) in seen:
+        path, current, above = stack.pop()
+        if id(current) in above:
             continue
-        seen.add(id(current))
+        below = above | {id(current)}
         if current.kind == "list":
             if current.patch_strategy:
                 yield path, current.patch_strategy, current.patch_merge_key
-            stack.append((path, current.items()))
+            stack.append((path, current.items(), below))
         elif current.kind == "struct":
             for name in sorted(current.field_names):
-                stack.append(((*path, name), current.child(name)))
+                stack.append(((*path, name), current.child(name), below))
