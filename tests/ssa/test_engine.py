@@ -1,0 +1,82 @@
+"""Engine properties the replays rely on, checked directly."""
+
+from __future__ import annotations
+
+import copy
+
+from ownergc_backends.memory._fieldmanager import (
+    ApplyConflict,
+    ApplyResult,
+    EntryKey,
+    apply,
+    builtin_schema,
+    update_managed_fields,
+)
+from ownergc_backends.memory._fieldmanager.conflicts import reported_paths
+from tests.ssa.replay import gadget_schema, load_sequences
+
+NOW = "2026-11-24T20:19:18Z"
+GADGET = gadget_schema(load_sequences()["crd"])
+
+
+def _gadget(spec: dict[str, object]) -> dict[str, object]:
+    return {
+        "apiVersion": "ssa.example.com/v1",
+        "kind": "Gadget",
+        "metadata": {"name": "obj"},
+        "spec": spec,
+    }
+
+
+def test_inputs_are_not_mutated() -> None:
+    first = apply(
+        None,
+        _gadget({"ports": [{"name": "a", "port": 1}]}),
+        manager="m",
+        force=False,
+        schema=GADGET,
+        now=NOW,
+    )
+    assert isinstance(first, ApplyResult)
+    live = copy.deepcopy(first.object)
+    applied = _gadget({"tags": ["x"]})
+    applied_before = copy.deepcopy(applied)
+    apply(live, applied, manager="m", force=False, schema=GADGET, now=NOW)
+    assert live == first.object
+    assert applied == applied_before
+
+
+def test_sibling_conflicts_print_as_the_last_one_like_the_server() -> None:
+    # Recorded in sequence 100011: two conflicts under one map-list item both
+    # print as the last field, an artefact of how the server builds the paths.
+    item = ("f:spec", "f:ports", 'k:{"name":"https"}')
+    paths = reported_paths(frozenset({(*item, "f:port"), (*item, "f:proto")}))
+    assert paths == [(*item, "f:proto"), (*item, "f:proto")]
+    # Shallow paths have their own arrays and print as they are.
+    shallow = reported_paths(frozenset({("f:spec", "f:args"), ("f:spec", "f:size")}))
+    assert shallow == [("f:spec", "f:args"), ("f:spec", "f:size")]
+
+
+def test_an_update_takes_changed_fields_and_keeps_equal_ones_shared() -> None:
+    cm = builtin_schema("", "v1", "ConfigMap")
+    assert cm is not None
+    base = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "c"},
+        "data": {"a": "1", "b": "1"},
+    }
+    created = apply(None, base, manager="app", force=False, schema=cm, now=NOW)
+    assert isinstance(created, ApplyResult)
+    live = created.object
+    new = copy.deepcopy(live)
+    new["data"]["b"] = "2"
+    updated = update_managed_fields(live, new, manager="editor", schema=cm, now=NOW)
+    owners = {e["manager"]: e["fieldsV1"] for e in updated["metadata"]["managedFields"]}
+    assert owners == {"app": {"f:data": {"f:a": {}}}, "editor": {"f:data": {"f:b": {}}}}
+    again = apply(updated, base, manager="app", force=False, schema=cm, now=NOW)
+    assert isinstance(again, ApplyConflict)
+    assert list(again.conflicts) == [EntryKey("editor", "Update", "v1")]
+    assert again.status()["message"] == (
+        'Apply failed with 1 conflict: conflict with "editor" using v1: .data.b'
+    )
