@@ -9,7 +9,9 @@ from ownergc_backends.memory._fieldmanager import (
     SchemaError,
     builtin_schema,
     crd_schema,
+    crd_version_schema,
     strategic_list_facts,
+    strategic_merge_keys,
 )
 from tests.ssa.replay import gadget_schema, load_sequences
 
@@ -72,3 +74,22 @@ def test_strategic_merge_patch_facts() -> None:
     assert facts[("metadata", "ownerReferences")] == ("merge", "uid")
     assert facts[("metadata", "finalizers")] == ("merge", "")
     assert facts[("spec", "template", "spec", "volumes")] == ("merge,retainKeys", "name")
+
+
+def test_strategic_merge_keys_cover_the_hand_table() -> None:
+    from ownergc_backends.memory._patch import METADATA_LIST_STRATEGIES
+
+    keys = strategic_merge_keys(_node("", "v1", "ConfigMap"))
+    for path, key in METADATA_LIST_STRATEGIES.items():
+        assert keys[path] == key
+    pod = strategic_merge_keys(_node("", "v1", "Pod"))
+    assert pod[("spec", "containers")] == "name"
+    assert pod[("spec", "containers", "ports")] == "containerPort"
+
+
+def test_crd_version_schema_picks_the_version() -> None:
+    crd = load_sequences()["crd"]
+    assert crd_version_schema(crd, "v1").child("spec").child("tags").list_type == "set"
+    assert crd_version_schema(crd, "v2").child("spec").kind == "untyped"
+    with pytest.raises(SchemaError):
+        crd_version_schema({"kind": "CustomResourceDefinition"}, "v1")

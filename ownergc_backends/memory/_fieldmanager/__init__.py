@@ -35,7 +35,9 @@ from .schema import (
     SchemaError,
     builtin_schema,
     crd_schema,
+    crd_version_schema,
     strategic_list_facts,
+    strategic_merge_keys,
     untyped,
 )
 
@@ -56,6 +58,7 @@ __all__ = [
     "apply",
     "builtin_schema",
     "crd_schema",
+    "crd_version_schema",
     "decode_fields_v1",
     "decode_managed_fields",
     "encode_fields_v1",
@@ -63,6 +66,7 @@ __all__ = [
     "manager_from_user_agent",
     "path_string",
     "strategic_list_facts",
+    "strategic_merge_keys",
     "untyped",
     "update_managed_fields",
 ]

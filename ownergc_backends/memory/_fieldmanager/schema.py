@@ -39,8 +39,10 @@ __all__ = [
     "SchemaError",
     "builtin_schema",
     "crd_schema",
+    "crd_version_schema",
     "openapi_document",
     "strategic_list_facts",
+    "strategic_merge_keys",
     "untyped",
 ]
 
@@ -319,3 +321,37 @@ def strategic_list_facts(node: Node) -> Iterator[tuple[tuple[str, ...], str, str
         elif current.kind == "struct":
             for name in sorted(current.field_names):
                 stack.append(((*path, name), current.child(name), below))
+
+
+def crd_version_schema(crd: Mapping[str, Any], version: str) -> Node:
+    """The merge type of one served version of a CustomResourceDefinition object.
+
+    A version without a schema (or an unknown version) gives the untyped
+    model: maps merge key by key and lists are atomic, as the server does
+    for a schemaless custom resource.
+    """
+    spec = crd.get("spec")
+    if not isinstance(spec, Mapping):
+        raise SchemaError("a CustomResourceDefinition needs a spec")
+    for entry in spec.get("versions") or ():
+        if isinstance(entry, Mapping) and entry.get("name") == version:
+            schema = entry.get("schema")
+            if isinstance(schema, Mapping):
+                raw = schema.get("openAPIV3Schema")
+                return crd_schema(raw if isinstance(raw, Mapping) else None)
+            break
+    return crd_schema(None)
+
+
+def strategic_merge_keys(node: Node) -> dict[tuple[str, ...], str]:
+    """``path -> merge key`` for the lists strategic merge patch merges (``""``: a set).
+
+    The same shape as the hand-kept table in ``_patch.py``
+    (``METADATA_LIST_STRATEGIES``), read from the schema instead: every list
+    whose ``x-kubernetes-patch-strategy`` includes ``merge``.
+    """
+    return {
+        path: key
+        for path, strategy, key in strategic_list_facts(node)
+        if "merge" in strategy.split(",")
+    }
