@@ -80,3 +80,29 @@ def test_an_update_takes_changed_fields_and_keeps_equal_ones_shared() -> None:
     assert again.status()["message"] == (
         'Apply failed with 1 conflict: conflict with "editor" using v1: .data.b'
     )
+
+
+def test_more_than_ten_update_managers_fold_the_oldest_into_ancient_changes() -> None:
+    cm = builtin_schema("", "v1", "ConfigMap")
+    assert cm is not None
+    obj: dict[str, object] = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "c"},
+        "data": {},
+    }
+    obj = update_managed_fields(None, obj, manager="creator", schema=cm, now="2026-01-01T00:00:00Z")
+    for n in range(12):
+        new = copy.deepcopy(obj)
+        new["data"] = {**new.get("data", {}), f"k{n}": "v"}  # type: ignore[dict-item]
+        obj = update_managed_fields(
+            obj, new, manager=f"writer-{n:02d}", schema=cm, now=f"2026-01-01T00:00:{n + 1:02d}Z"
+        )
+    entries = obj["metadata"]["managedFields"]  # type: ignore[index]
+    assert len(entries) == 10
+    managers = [e["manager"] for e in entries]
+    assert "ancient-changes" in managers
+    assert "creator" not in managers and "writer-00" not in managers
+    # Nothing owned is lost: the bucket holds what the folded entries held.
+    owned = {k for e in entries for k in e["fieldsV1"].get("f:data", {})}
+    assert owned == {".", *(f"f:k{n}" for n in range(12))}

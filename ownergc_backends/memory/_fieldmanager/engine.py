@@ -43,7 +43,9 @@ from .merge import (
 from .schema import Node
 
 __all__ = [
+    "ANCIENT_CHANGES",
     "BEFORE_FIRST_APPLY",
+    "MAX_UPDATE_ENTRIES",
     "STRIPPED_FIELDS",
     "ApplyError",
     "ApplyResult",
@@ -314,4 +316,44 @@ def update_managed_fields(
         kept = drop_under(previous.fields, removed)
         if kept:
             updated[key] = Entry(key, previous.time, kept)
-    return _with_managed(new_body, updated)
+    return _with_managed(new_body, _cap_update_entries(updated))
+
+
+#: How many ``Update`` entries an object keeps before the oldest are merged.
+MAX_UPDATE_ENTRIES = 10
+#: The manager the merged oldest ``Update`` entries are recorded under.
+ANCIENT_CHANGES = "ancient-changes"
+
+
+def _cap_update_entries(entries: dict[EntryKey, Entry]) -> dict[EntryKey, Entry]:
+    """Keep at most :data:`MAX_UPDATE_ENTRIES` ``Update`` entries, as the server does.
+
+    Oldest first (by time, then identity), each entry whose apiVersion was
+    already seen among the older ones is folded into that version's
+    ``ancient-changes`` entry (created from the first one seen), until the
+    count is under the cap. The bucket takes the time of the last entry
+    folded in. Apply entries are never capped.
+    """
+    updaters = [key for key in entries if key.operation == "Update"]
+    if len(updaters) <= MAX_UPDATE_ENTRIES:
+        return entries
+    out = dict(entries)
+    updaters.sort(key=lambda k: (entries[k].time or "", k.identifier()))
+    first_by_version: dict[str, EntryKey] = {}
+    remaining = len(updaters)
+    for key in updaters:
+        if remaining <= MAX_UPDATE_ENTRIES:
+            break
+        entry = out[key]
+        first = first_by_version.get(key.api_version)
+        if first is None:
+            first_by_version[key.api_version] = key
+            continue
+        bucket = EntryKey(ANCIENT_CHANGES, "Update", key.api_version, key.subresource)
+        if bucket not in out:
+            out[bucket] = Entry(bucket, out[first].time, out.pop(first).fields)
+        out[bucket] = Entry(bucket, entry.time, out[bucket].fields | entry.fields)
+        if key != bucket:
+            del out[key]
+        remaining -= 1
+    return out
