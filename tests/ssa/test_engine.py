@@ -106,3 +106,37 @@ def test_more_than_ten_update_managers_fold_the_oldest_into_ancient_changes() ->
     # Nothing owned is lost: the bucket holds what the folded entries held.
     owned = {k for e in entries for k in e["fieldsV1"].get("f:data", {})}
     assert owned == {".", *(f"f:k{n}" for n in range(12))}
+
+
+def test_every_recorded_successful_apply_is_idempotent() -> None:
+    """Re-applying what was just applied changes nothing (no write, no new resourceVersion)."""
+    import yaml
+
+    from tests.ssa.replay import Store
+
+    data = load_sequences()
+    checked = 0
+    for sequence in data["sequences"]:
+        store = Store(sequence["kind"], data["crd"])
+        for step in sequence["steps"]:
+            status, _ = store.request(step)
+            if (
+                step["content_type"] == "application/apply-patch+yaml"
+                and status in (200, 201)
+                and "dryRun" not in step["path"]
+            ):
+                manager = step["path"].split("fieldManager=")[1].split("&")[0]
+                live = store.after()
+                again = apply(
+                    live,
+                    yaml.safe_load(step["body"]),
+                    manager=manager,
+                    force=False,
+                    schema=store.schema,
+                    now="<time>",
+                )
+                assert isinstance(again, ApplyResult)
+                assert again.changed is False
+                assert again.object == live
+                checked += 1
+    assert checked > 500

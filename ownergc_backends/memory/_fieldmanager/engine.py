@@ -140,6 +140,10 @@ def _live_entries(live: Mapping[str, Any] | None) -> dict[EntryKey, Entry]:
         return {}
 
 
+#: Metadata the server never lets a write remove (it restores them from the stored object).
+_KEPT_METADATA = frozenset({"deletionTimestamp", "deletionGracePeriodSeconds"})
+
+
 def _stale(
     live: Mapping[str, Any], schema: Node, last: FieldSet, managed: set[Path] | FieldSet
 ) -> set[Path]:
@@ -159,6 +163,7 @@ def _stale(
                 ("f:metadata", "f:" + name)
                 for name in metadata
                 if ("f:metadata", "f:" + name) not in STRIPPED_FIELDS
+                and name not in _KEPT_METADATA
             )
     return stale
 
