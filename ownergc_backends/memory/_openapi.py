@@ -20,15 +20,14 @@ Swagger 2.0 cannot say of a CRD's schema (``nullable``, ``oneOf`` / ``anyOf`` /
 from __future__ import annotations
 
 import copy
-import gzip
 import hashlib
 import json
 from collections.abc import Callable, Iterable
-from functools import cache
-from importlib import resources
 from typing import Any, Final
 
 from ownergc.protocols import JSONDict
+
+from ._fieldmanager.schema import openapi_document
 
 __all__ = ["OpenAPIDocuments", "builtin_v2", "definition_name"]
 
@@ -39,12 +38,10 @@ _OBJECT_META: Final = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 _NOT_IN_V2: Final = frozenset({"nullable", "oneOf", "anyOf", "not"})
 
 
-@cache
 def builtin_v2() -> JSONDict:
-    """The recorded ``/openapi/v2`` of a real 1.24 kube-apiserver (do not mutate)."""
-    data = resources.files("ownergc_backends.memory").joinpath("_openapi_v2.json.gz").read_bytes()
-    document: JSONDict = json.loads(gzip.decompress(data))
-    return document
+    """The recorded ``/openapi/v2`` of a real 1.24 kube-apiserver (do not mutate); the one
+    loaded copy server-side apply reads its merge facts from too."""
+    return dict(openapi_document())
 
 
 def definition_name(group: str, version: str, kind: str) -> str:
