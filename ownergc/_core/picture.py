@@ -498,9 +498,9 @@ def _legend(pic: Picture) -> str:
         '<tr><td colspan="2"><b>legend</b></td></tr>' + "".join(rows) + "</table>"
     )
     return (
-        '  subgraph "cluster_legend" {\n    id="legend"; class="legend"; label=""; '
+        '  subgraph "cluster_legend" {\n    id="legend_box"; class="legend"; label=""; '
         'style="invis";\n'
-        f'    "legend" [id="legend_table", class="legend", shape=plaintext, label=<{table}>];\n'
+        f'    "legend" [id="legend", class="legend", shape=plaintext, label=<{table}>];\n'
         "  }\n"
     )
 

@@ -16,7 +16,7 @@ references lint flags; `kcm` (the default for dot) is byte-compatible with
 kube-controller-manager's debug graph. Edges go from dependent to owner.
 --uid (repeatable) keeps only the objects connected to those uids through owners
 and dependents, like ?uid= on the debug endpoint; -n NAMESPACE keeps that
-namespace's objects and their owners (people style). Objects with neither
+namespace's objects and their owners (and implies the people style). Objects with neither
 owners nor dependents are not drawn.
 """
 
@@ -79,20 +79,21 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-n",
         "--namespace",
-        help="only this namespace's objects and their owners (people style)",
+        help="only this namespace's objects and their owners (implies --style people)",
     )
 
 
 def run(args: argparse.Namespace) -> int:
-    style = args.style or ("kcm" if args.output in ("dot", "json") else "people")
+    people_default = args.output in ("svg", "png") or bool(args.namespace)
+    style = args.style or ("people" if people_default else "kcm")
     try:
         if args.controller and (args.filename or args.kubeconfig or args.cluster):
             raise SourceError("give --controller alone, without -f or a cluster")
         if args.output == "json" or style == "kcm":
             if args.namespace:
                 raise SourceError(
-                    "-n works with the people style (-o svg, -o png, or --style people); "
-                    "KCM's graph is narrowed with --uid"
+                    "-n works with the people style (-o svg, -o png, -o dot --style people); "
+                    "KCM's graph and -o json are narrowed with --uid"
                 )
             if args.controller:
                 dot = fetch_controller_graph(args.controller, args.uid)

@@ -128,7 +128,12 @@ def foreground_blocked_by_finalizer(cluster: ClusterThread) -> None:
     )
     cluster.wait_idle()
     _delete(
-        cluster, "apps/v1", "Deployment", "web", namespace=NAMESPACE, propagation_policy="Foreground"
+        cluster,
+        "apps/v1",
+        "Deployment",
+        "web",
+        namespace=NAMESPACE,
+        propagation_policy="Foreground",
     )
     cluster.wait_idle()
 
