@@ -23,6 +23,7 @@ Every node and edge carries a Graphviz ``class`` (``deleting``,
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -218,6 +219,11 @@ class Picture:
         return replace(self, waits=self.waits + extra, title=title or self.title)
 
 
+def _mentions(text: str, name: str) -> bool:
+    """``name`` appears in ``text`` as a whole name (``web`` is not in ``web-2``)."""
+    return re.search(re.escape(name) + r"(?![A-Za-z0-9.\-])", text) is not None
+
+
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     meta = obj.get("metadata")
     return meta if isinstance(meta, Mapping) else {}
@@ -285,7 +291,7 @@ def build_picture(
             f"{kind} {name}",
             f"{kind} {owner_ns}/{name}" if owner_ns else f"{kind} {name}",
         )
-        flagged = [p for p in problems.get(dep, ()) if any(n in p for n in names)]
+        flagged = [p for p in problems.get(dep, ()) if any(_mentions(p, n) for n in names)]
         if nodes[owner_uid].absent and not flagged:
             flagged = list(problems.get(dep, ()))[:1] or ["owner not found"]
         edges[(dep, owner_uid)] = PictureEdge(

@@ -158,6 +158,11 @@ def picture_of_inventory(inv: Inventory) -> Picture:
 def _warn_if_large(pic: Picture, args: argparse.Namespace) -> None:
     """Past what a person can read, say so on stderr with the command that narrows it."""
     count = len(pic.nodes)
+    if count == 0:
+        print(
+            "ownergc graph: nothing to draw: no object here has an owner or a dependent",
+            file=sys.stderr,
+        )
     if count <= READABLE_NODES:
         return
     namespaces = Counter(n.namespace for n in pic.nodes.values() if n.namespace)
