@@ -47,7 +47,7 @@ def test_lint_problems_mark_the_reference_they_name() -> None:
         cm("b2"),
         cm("dep", ownerReferences=[ref("a"), ref("b"), ref("b2")]),
     ]
-    problems = {"u-dep": ["owner-uid-mismatch: ConfigMap shop/b exists with uid u-b2"]}
+    problems = {"u-dep": ["owner-uid-mismatch: ConfigMap shop/b exists with uid u-b9"]}
     pic = build_picture(objs, problems=problems)
     flagged = {e.owner: e.problem for e in pic.edges}
     assert flagged == {"u-a": None, "u-b": problems["u-dep"][0], "u-b2": None}
