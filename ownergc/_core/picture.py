@@ -143,6 +143,8 @@ class WaitEdge:
 
 @dataclass(frozen=True, slots=True)
 class Picture:
+    """What to draw: objects by uid, their references, ``why``'s waits; cut down by the methods."""
+
     nodes: Mapping[str, PictureNode]
     edges: tuple[PictureEdge, ...]
     waits: tuple[WaitEdge, ...] = ()
