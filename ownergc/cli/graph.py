@@ -1,16 +1,23 @@
-"""ownergc graph: the ownerReference dependency graph, as kube-controller-manager draws it.
+"""ownergc graph: the ownerReference dependency graph, drawn for people or as KCM's debug DOT.
 
 From manifests (-f), a live cluster (read-only), or a running controller
 (--controller URL: `ownergc controller`'s debug port, or kube-controller-manager's
 /debug/controllers/garbagecollector/graph). Output:
 
-  -o dot   Graphviz DOT with kube-controller-manager's vertex attributes (default)
-  -o json  {"nodes": [...], "edges": [{"from": dependent, "to": owner}]}
-  -o svg   rendered by Graphviz `dot` (Debian package graphviz), which must be on PATH
+  -o svg   a picture for people (ownergc._core.picture), rendered by Graphviz `dot`
+           (Debian package graphviz), which must be on PATH
+  -o png   the same picture as PNG, where the installed Graphviz renders PNG
+  -o dot   Graphviz DOT (default: kube-controller-manager's debug format)
+  -o json  {"nodes": [...], "edges": [{"from": dependent, "to": owner}]} (KCM's attributes)
 
-Edges go from dependent to owner. --uid (repeatable) keeps only the objects
-connected to those uids through owners and dependents, like ?uid= on the
-debug endpoint. Objects with neither owners nor dependents are not drawn.
+--style people|kcm picks the drawing: `people` (the default for svg and png)
+labels boxes `Kind name`, groups namespaces, colours states and marks the
+references lint flags; `kcm` (the default for dot) is byte-compatible with
+kube-controller-manager's debug graph. Edges go from dependent to owner.
+--uid (repeatable) keeps only the objects connected to those uids through owners
+and dependents, like ?uid= on the debug endpoint; -n NAMESPACE keeps that
+namespace's objects and their owners (and implies the people style). Objects with neither
+owners nor dependents are not drawn.
 """
 
 from __future__ import annotations
@@ -24,50 +31,165 @@ import sys
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections import Counter
 from typing import Any
 
 import anyio
 
+from ownergc._core.picture import (
+    CLUSTER_SCOPED_KINDS,
+    READABLE_NODES,
+    Picture,
+    build_picture,
+    picture_from_debug_graph,
+    picture_to_dot,
+)
 from ownergc.cli._output import emit
-from ownergc.cli._sources import SourceError, add_source_arguments, inventory_from_args
+from ownergc.cli._sources import (
+    Inventory,
+    SourceError,
+    add_source_arguments,
+    inventory_from_args,
+)
 from ownergc.errors import OwnerGCError
 
+_RBAC_RULES = "block-owner-deletion"
 GRAPH_PATH = "/debug/controllers/garbagecollector/graph"
 
 
-HELP = "draw the ownerReference graph (DOT, JSON or SVG)"
+HELP = "draw the ownerReference graph (SVG/PNG for people, KCM's DOT, JSON)"
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
     """The ``graph`` command's arguments."""
     add_source_arguments(parser, controller=True)
-    parser.add_argument("-o", "--output", choices=("dot", "json", "svg"), default="dot")
+    parser.add_argument("-o", "--output", choices=("dot", "json", "svg", "png"), default="dot")
+    parser.add_argument(
+        "--style",
+        choices=("people", "kcm"),
+        help="people: a picture to read (default for svg, png); kcm: kube-controller-manager's "
+        "debug DOT, byte-compatible (default for dot). -o json is always KCM's attributes",
+    )
     parser.add_argument(
         "--uid",
         action="append",
         default=[],
         help="only the objects connected to this uid (repeatable)",
     )
+    parser.add_argument(
+        "-n",
+        "--namespace",
+        help="only this namespace's objects and their owners (implies --style people)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
+    people_default = args.output in ("svg", "png") or bool(args.namespace)
+    style = args.style or ("people" if people_default else "kcm")
     try:
-        if args.controller:
-            if args.filename or args.kubeconfig or args.cluster:
-                raise SourceError("give --controller alone, without -f or a cluster")
-            dot = fetch_controller_graph(args.controller, args.uid)
+        if args.controller and (args.filename or args.kubeconfig or args.cluster):
+            raise SourceError("give --controller alone, without -f or a cluster")
+        if args.output == "json" or style == "kcm":
+            if args.namespace:
+                raise SourceError(
+                    "-n works with the people style (-o svg, -o png, -o dot --style people); "
+                    "KCM's graph and -o json are narrowed with --uid"
+                )
+            if args.controller:
+                dot = fetch_controller_graph(args.controller, args.uid)
+            else:
+                dot = anyio.run(_dot_from_inventory, args)
+            if args.output == "json":
+                emit(json.dumps(dot_to_json(dot), indent=2) + "\n")
+                return 0
         else:
-            dot = anyio.run(_dot_from_inventory, args)
+            pic = _picture(args)
+            _warn_if_large(pic, args)
+            dot = picture_to_dot(pic)
         if args.output == "dot":
             emit(dot)
-        elif args.output == "json":
-            emit(json.dumps(dot_to_json(dot), indent=2) + "\n")
+        elif args.output == "svg":
+            emit(render(dot, "svg").decode("utf-8"))
         else:
-            emit(render_svg(dot))
+            emit_bytes(render(dot, "png"))
     except (SourceError, OwnerGCError) as exc:
         print(f"ownergc graph: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def _picture(args: argparse.Namespace) -> Picture:
+    """The people's picture of what the arguments name, narrowed by --uid and -n."""
+    if args.controller:
+        pic = picture_from_debug_graph(dot_to_json(fetch_controller_graph(args.controller, [])))
+    else:
+        inv = anyio.run(inventory_from_args, args)
+        pic = picture_of_inventory(inv).related_only()
+    if args.uid:
+        pic = pic.component(args.uid)
+    if args.namespace:
+        pic = pic.in_namespace(args.namespace)
+    return pic
+
+
+def picture_of_inventory(inv: Inventory) -> Picture:
+    """Every object of ``inv``, with lint's findings on its references (errors, warnings)."""
+    from ownergc.cli.lint import _kinds
+    from ownergc.lint import lint_objects
+
+    kinds = _kinds(inv)
+    findings = lint_objects(
+        inv.objects, kinds=kinds, complete=inv.origin == "cluster", sources=inv.sources
+    )
+    problems: dict[str, list[str]] = {}
+    for f in findings:
+        # Only what is wrong with the reference itself: the blockOwnerDeletion RBAC
+        # heuristic is about who may write it, not about the graph.
+        if f.uid and f.severity in ("error", "warning") and not f.rule.startswith(_RBAC_RULES):
+            problems.setdefault(f.uid, []).append(f"{f.rule}: {f.message}")
+    scoped = set(CLUSTER_SCOPED_KINDS) | {
+        (api_version.rpartition("/")[0], kind)
+        for (api_version, kind), info in kinds.items()
+        if not info.namespaced
+    }
+    return build_picture(inv.objects, problems=problems, cluster_scoped=scoped)
+
+
+def _warn_if_large(pic: Picture, args: argparse.Namespace) -> None:
+    """Past what a person can read, say so on stderr with the command that narrows it."""
+    count = len(pic.nodes)
+    if count == 0:
+        print(
+            "ownergc graph: nothing to draw: no object here has an owner or a dependent",
+            file=sys.stderr,
+        )
+    if count <= READABLE_NODES:
+        return
+    namespaces = Counter(n.namespace for n in pic.nodes.values() if n.namespace)
+    argv = sys.argv[1:] or ["graph"]
+    base = "ownergc " + " ".join(argv)
+    hint = ""
+    if namespaces and not args.namespace:
+        busiest, _ = namespaces.most_common(1)[0]
+        hint = f"{base} -n {busiest}"
+    else:
+        hint = f"{base} --uid <uid of the object you care about>"
+    print(
+        f"ownergc graph: {count} objects drawn — more than a person can read in one picture "
+        f"(about {READABLE_NODES}); narrow it, e.g.: {hint}",
+        file=sys.stderr,
+    )
+
+
+def emit_bytes(data: bytes) -> None:
+    """Binary output (PNG) to stdout; a reader that went away is not an error."""
+    try:
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    except BrokenPipeError:
+        from ownergc.cli._output import silence_stdout
+
+        silence_stdout()
 
 
 async def _dot_from_inventory(args: argparse.Namespace) -> str:
@@ -164,17 +286,27 @@ def dot_to_json(dot: str) -> dict[str, Any]:
     return {"nodes": nodes, "edges": edges}
 
 
-def render_svg(dot: str) -> str:
-    """``dot -Tsvg``; raises :class:`SourceError` when Graphviz is missing or fails."""
+def render(dot: str, fmt: str) -> bytes:
+    """``dot -T<fmt>``; raises :class:`SourceError` when Graphviz is missing or cannot."""
     binary = shutil.which("dot")
     if binary is None:
         raise SourceError(
-            "-o svg needs Graphviz's `dot` on PATH (Debian/Ubuntu: apt-get install graphviz); "
+            f"-o {fmt} needs Graphviz's `dot` on PATH (Debian/Ubuntu: apt-get install graphviz); "
             "-o dot writes the graph for rendering elsewhere"
         )
     result = subprocess.run(
-        [binary, "-Tsvg"], input=dot, capture_output=True, text=True, timeout=120, check=False
+        [binary, f"-T{fmt}"],
+        input=dot.encode("utf-8"),
+        capture_output=True,
+        timeout=120,
+        check=False,
     )
     if result.returncode != 0:
-        raise SourceError(f"dot -Tsvg failed: {result.stderr.strip()}")
+        err = result.stderr.decode("utf-8", "replace").strip()
+        if "not recognized" in err:
+            raise SourceError(
+                f"this Graphviz cannot write {fmt} ({err.splitlines()[0]}); use -o svg, or "
+                "-o dot and render it elsewhere"
+            )
+        raise SourceError(f"dot -T{fmt} failed: {err}")
     return result.stdout

@@ -13,7 +13,10 @@ and whether the collector would delete it.
 
 Read-only: a live cluster is only listed (metadata only, except the kinds
 whose spec or status the answer needs). Every "next:" line is a command for
-you to run, with its consequence; ownergc never runs it. Exit status: 0 when
+you to run, with its consequence; ownergc never runs it. The text starts
+with the root cause in one line; -o svg (or png, or dot) draws the objects
+of the answer as `ownergc graph` does, with "waits for" edges and the root
+cause highlighted (Graphviz `dot` on PATH). Exit status: 0 when
 explained, 1 when the object is not found, 2 when the objects could not be
 read. See docs/why.md.
 """
@@ -22,11 +25,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from typing import Any
 
 import anyio
 
+from ownergc._core.picture import Picture, WaitEdge, picture_to_dot
 from ownergc.cli._output import emit
 from ownergc.cli._sources import (
     Inventory,
@@ -37,7 +42,7 @@ from ownergc.cli._sources import (
 )
 from ownergc.errors import OwnerGCError
 from ownergc.protocols import APIResource
-from ownergc.why import TargetNotResolved, explain
+from ownergc.why import Explanation, TargetNotResolved, explain
 
 #: Read in full from a cluster: the answer needs their spec or status.
 _FULL = frozenset(
@@ -63,7 +68,13 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", nargs="?", help="NAME when KIND is given alone (kubectl style)")
     parser.add_argument("-n", "--namespace", help="namespace of the object (default: default)")
     add_source_arguments(parser)
-    parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    parser.add_argument(
+        "-o",
+        "--output",
+        choices=("text", "json", "svg", "png", "dot"),
+        default="text",
+        help="text (a tree), json, or a picture of the chain of blockers: svg, png, dot",
+    )
     parser.add_argument(
         "--depth", type=int, default=8, help="how deep to follow what holds what (default: 8)"
     )
@@ -82,6 +93,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         kind, name = _split_target(args)
         inv, failures = anyio.run(_read, args)
+        if args.output in ("svg", "png") and shutil.which("dot") is None:
+            raise SourceError(
+                f"-o {args.output} needs Graphviz's `dot` on PATH (Debian/Ubuntu: apt-get "
+                "install graphviz); -o dot writes the picture for rendering elsewhere"
+            )
         resources = inv.resources if inv.resources is not None else _manifest_resources(inv)
         result = explain(
             inv.objects,
@@ -97,9 +113,54 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.output == "json":
         emit(json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n")
-    else:
+    elif args.output == "text":
         emit(result.render())
+    else:
+        try:
+            _draw(result, inv, args.output)
+        except (SourceError, OwnerGCError) as exc:
+            print(f"ownergc why: {exc}", file=sys.stderr)
+            return 2
     return 1 if result.verdict == "absent" else 0
+
+
+def picture_of_explanation(result: Explanation, inv: Inventory) -> Picture:
+    """``ownergc graph``'s picture cut down to the objects of the answer, root cause marked."""
+    from ownergc.cli.graph import picture_of_inventory
+
+    objects, waits = result.chain()
+    uids = [r.uid for r in objects if r.uid]
+    cause = result.root_cause()
+    title = f"why {result.target}: {result.verdict}"
+    if cause is not None:
+        title += f" — root cause: {cause.line()}"
+    pic = (
+        picture_of_inventory(inv)
+        .restrict(uids, absent_owners=True)
+        .with_waits(
+            (
+                WaitEdge(w.holder.uid, w.held.uid, w.via)
+                for w in waits
+                if w.holder.uid and w.held.uid
+            ),
+            title=title,
+        )
+    )
+    if cause is not None and cause.subject is not None and cause.subject.uid:
+        pic = pic.with_root_cause(cause.subject.uid, cause.line())
+    return pic
+
+
+def _draw(result: Explanation, inv: Inventory, output: str) -> None:
+    from ownergc.cli.graph import emit_bytes, render
+
+    dot = picture_to_dot(picture_of_explanation(result, inv))
+    if output == "dot":
+        emit(dot)
+    elif output == "svg":
+        emit(render(dot, "svg").decode("utf-8"))
+    else:
+        emit_bytes(render(dot, "png"))
 
 
 async def _read(args: argparse.Namespace) -> tuple[Inventory, dict[str, str]]:

@@ -32,15 +32,17 @@ from ownergc.protocols import APIResource
 from ownergc.why._finalizers import Walk
 from ownergc.why._objects import explain_object
 from ownergc.why._snapshot import Snapshot, TargetNotResolved, group_of, meta_of
-from ownergc.why._tree import Explanation, NextStep, ObjectRef, Reason
+from ownergc.why._tree import Explanation, NextStep, ObjectRef, Reason, RootCause, Wait
 
 __all__ = [
     "Explanation",
     "NextStep",
     "ObjectRef",
     "Reason",
+    "RootCause",
     "Snapshot",
     "TargetNotResolved",
+    "Wait",
     "explain",
 ]
 

@@ -124,3 +124,65 @@ def test_errors() -> None:
     result = ownergc("graph")
     assert result.returncode == 2 and "nothing to read" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+# -- --style kcm stays what `ownergc graph` wrote before the people's picture -----------
+
+#: kcm-*.dot were written by `ownergc graph -f <fixture>` at commit ea959f5, before
+#: --style existed (the fixture foreground-dump.json is a real scenario's objects:
+#: tests/cli/picture_scenarios.py, a foreground deletion held by a finalizer).
+KCM_FIXTURES = [
+    ("shop-dump.yaml", "kcm-shop-dump.dot"),
+    ("foreground-dump.json", "kcm-foreground-dump.dot"),
+]
+
+
+def _kcm_in_process(path: Path) -> str:
+    """The dump module run directly over the fixture, as the command builds its graph."""
+    from ownergc._core.dump import graph_to_dot
+    from ownergc._core.graph_builder import GraphBuilder
+    from ownergc.cli._sources import inventory_from_manifests
+
+    builder = GraphBuilder()
+    for obj in inventory_from_manifests([path]).objects:
+        builder.process_upsert(obj, str(obj["apiVersion"]), str(obj["kind"]), None)
+    return graph_to_dot(builder.uid_to_node)
+
+
+@pytest.mark.parametrize(("fixture", "golden"), KCM_FIXTURES)
+def test_style_kcm_is_byte_identical_to_the_previous_default(fixture: str, golden: str) -> None:
+    expected = (DATA / golden).read_text()
+    kcm = graph("-f", str(DATA / fixture), "--style", "kcm")
+    assert kcm == expected
+    assert graph("-f", str(DATA / fixture)) == kcm  # -o dot still defaults to it
+    assert _kcm_in_process(DATA / fixture) == kcm
+    uid = kcm.split('"', 2)[1]
+    narrowed = graph("-f", str(DATA / fixture), "--style", "kcm", "--uid", uid)
+    assert narrowed == graph("-f", str(DATA / fixture), "--uid", uid)
+
+
+def test_foreground_fixture_pins_the_state_attributes() -> None:
+    dot = (DATA / "kcm-foreground-dump.dot").read_text()
+    assert 'beingDeleted="true"' in dot and 'deletingDependents="true"' in dot
+    assert "Deployment.v1.apps/web\\nbeingDeleted,deletingDependents\\n" in dot
+
+
+def test_json_ignores_the_style() -> None:
+    default = graph("-f", DUMP, "-o", "json")
+    assert graph("-f", DUMP, "-o", "json", "--style", "people") == default
+    assert json.loads(default)["nodes"][0]["label"].startswith("uid=")
+
+
+def test_svg_from_a_controller_is_the_people_picture(controller_url: str) -> None:
+    if shutil.which("dot") is None:
+        import os
+
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("Graphviz dot is required in CI (Debian package graphviz)")
+        pytest.skip("Graphviz dot not installed")
+    root = ET.fromstring(graph("--controller", controller_url, "-o", "svg"))
+    texts = {t.text for t in root.iter(SVG + "text")}
+    assert {"Deployment web", "ReplicaSet web-5d8f7", "ConfigMap shared"} <= texts
+    assert not any(t and t.startswith("uid=") for t in texts)
+    classes = {g.get("class") for g in root.iter(SVG + "g")}
+    assert "node object present" in classes

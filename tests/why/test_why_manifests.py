@@ -86,7 +86,9 @@ def test_usage_errors() -> None:
 def test_kubectl_spellings(args: tuple[str, ...]) -> None:
     result = ownergc("why", *args, "-f", str(DATA / "aggregated-api.yaml"))
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("Namespace monitoring: being deleted since ")
+    first, tree = result.stdout.splitlines()[:2]
+    assert first.startswith("root cause: aggregated API metrics.k8s.io/v1beta1 is unavailable")
+    assert tree.startswith("Namespace monitoring: being deleted since ")
 
 
 def test_as_a_kubectl_plugin(tmp_path: Path) -> None:

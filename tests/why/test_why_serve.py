@@ -95,8 +95,12 @@ metadata: {name: held, namespace: tree, finalizers: [example.com/cleanup]}
 
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("Namespace tree: being deleted since ")
-    assert lines[1].startswith("└─ finalizer kubernetes (spec.finalizers): 1 object(s) remain")
+    assert lines[0] == (
+        "root cause: held by finalizer example.com/cleanup on ConfigMap tree/held; "
+        "its controller is not running"
+    )
+    assert lines[1].startswith("Namespace tree: being deleted since ")
+    assert lines[2].startswith("└─ finalizer kubernetes (spec.finalizers): 1 object(s) remain")
     held = [x for x in lines if "└─ ConfigMap tree/held: being deleted" in x]
     assert held, result.stdout
     assert any("└─ finalizer example.com/cleanup: waits for its controller" in x for x in lines)

@@ -538,9 +538,13 @@ def test_render_and_json() -> None:
     )
     answer = run([owner, dep], "cm", "o")
     text = answer.render().splitlines()
-    assert text[0] == f"ConfigMap default/o: being deleted since {DELETED}, held by 1 finalizer(s)"
-    assert text[1] == "└─ finalizer foregroundDeletion: waits for 1 blocking dependent(s)"
-    assert text[2].startswith("   │  removed by the garbage collector")
+    assert text[0] == (
+        "root cause: held by finalizer example.com/x on ConfigMap default/d; "
+        "its controller is not running"
+    )
+    assert text[1] == f"ConfigMap default/o: being deleted since {DELETED}, held by 1 finalizer(s)"
+    assert text[2] == "└─ finalizer foregroundDeletion: waits for 1 blocking dependent(s)"
+    assert text[3].startswith("   │  removed by the garbage collector")
     assert any(line.startswith("   └─ ConfigMap default/d: being deleted") for line in text)
     body = answer.to_json()
     assert body["verdict"] == "deleting"
@@ -548,3 +552,82 @@ def test_render_and_json() -> None:
     fg = body["explanation"]["children"][0]
     assert fg["code"] == "finalizer.foregroundDeletion"
     assert fg["nextSteps"][0]["consequence"].startswith("the owner goes before its dependents")
+
+
+# -- the root cause, repeated blockers, the chain drawn by -o svg ----------------
+
+
+def _held_namespace() -> list[dict[str, Any]]:
+    """Namespace shop deleted; a foreground owner and its finalizer-held dependent inside."""
+    ns = obj("Namespace", "shop", None, deleting=True, spec={"finalizers": ["kubernetes"]})
+    owner = obj("ConfigMap", "owner", "shop", finalizers=["foregroundDeletion"], deleting=True)
+    child = obj(
+        "ConfigMap",
+        "child",
+        "shop",
+        owners=[ref(owner, block=True)],
+        finalizers=["example.com/hold"],
+        deleting=True,
+    )
+    return [ns, owner, child]
+
+
+def test_root_cause_of_a_namespace_held_through_a_foreground_owner() -> None:
+    answer = run(_held_namespace(), "ns", "shop")
+    cause = answer.root_cause()
+    assert cause is not None
+    assert cause.line() == (
+        "held by finalizer example.com/hold on ConfigMap shop/child; its controller is not running"
+    )
+    assert cause.subject is not None and cause.subject.uid == "uid-configmap-child"
+    assert cause.reason.code == "finalizer.custom"
+    assert cause.others == 0  # met twice (under the owner, and as content): one cause
+
+
+def test_a_blocker_under_several_branches_is_shown_once() -> None:
+    text = run(_held_namespace(), "ns", "shop").render().splitlines()
+    child = [line for line in text if "ConfigMap shop/child: being deleted" in line]
+    assert len(child) == 2
+    assert "(see above)" not in child[0] and child[1].endswith("(see above)")
+    assert sum("finalizer example.com/hold: waits for its controller" in x for x in text) == 1
+    # The JSON keeps every branch in full, for tools.
+    body = run(_held_namespace(), "ns", "shop").to_json()
+    holds = [n for n in _json_nodes(body["explanation"]) if n["code"] == "finalizer.custom"]
+    assert len(holds) == 2
+
+
+def _json_nodes(tree: dict[str, Any]) -> list[dict[str, Any]]:
+    out = [tree]
+    for child in tree.get("children", ()):
+        out.extend(_json_nodes(child))
+    return out
+
+
+def test_chain_lists_the_objects_and_who_waits_for_whom() -> None:
+    objects, waits = run(_held_namespace(), "ns", "shop").chain()
+    assert [o.name for o in objects] == ["shop", "owner", "child"]
+    pairs = {(w.holder.name, w.held.name, w.via) for w in waits}
+    assert pairs == {
+        ("shop", "owner", "kubernetes"),
+        ("owner", "child", "foregroundDeletion"),
+        ("shop", "child", "kubernetes"),
+    }
+
+
+def test_root_cause_names_a_stalled_collector_and_several_causes() -> None:
+    owner = obj("ConfigMap", "o", finalizers=["foregroundDeletion"], deleting=True)
+    cause = run([owner], "cm", "o").root_cause()
+    assert cause is not None and cause.line() == (
+        "held by finalizer foregroundDeletion on ConfigMap default/o; no blocking dependent is "
+        "left, so the garbage collector is not running"
+    )
+    two = obj("ConfigMap", "two", finalizers=["example.com/a", "example.com/b"], deleting=True)
+    cause = run([two], "cm", "two").root_cause()
+    assert cause is not None and cause.others == 1
+    assert cause.line().endswith("(and 1 other cause(s) below)")
+
+
+def test_no_root_cause_line_when_nothing_is_stuck() -> None:
+    answer = run([obj("ConfigMap", "a")], "cm", "a")
+    assert answer.root_cause() is None
+    assert answer.render().startswith("ConfigMap default/a: kept")
