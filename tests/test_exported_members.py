@@ -96,7 +96,14 @@ def test_curated_namespace_exports_what_it_defines(name: str) -> None:
 
 @pytest.mark.parametrize(
     "name",
-    [*CURATED, "ownergc.protocols", "ownergc.errors", "ownergc.lint", "ownergc.why"],
+    [
+        *CURATED,
+        "ownergc.protocols",
+        "ownergc.errors",
+        "ownergc.lint",
+        "ownergc.why",
+        "ownergc.ownerrefs",
+    ],
 )
 def test_all_names_exist_once(name: str) -> None:
     module = importlib.import_module(name)
