@@ -61,7 +61,9 @@ from ownergc._core.ownerref_rules import (
     check_owner_kind,
     check_owner_namespace,
     check_owner_scope,
+    check_owner_uid,
     check_reference_fields,
+    dangling_owner,
 )
 from ownergc._core.ownerref_rules import group_of as _group
 from ownergc._core.ownerref_rules import ref_label as _ref_label
@@ -238,13 +240,7 @@ def _check_object(
         ]
         if here:
             actual = _meta(here[0]).get("uid")
-            add(
-                "error",
-                "owner-uid-mismatch",
-                f"{_label(here[0])} exists with uid {actual}, not {ref_uid} (recreated?); the GC "
-                "treats the owner as gone and deletes this object",
-                f"set the reference's uid to {actual}, or recreate this object from its owner",
-            )
+            report(check_owner_uid(_label(here[0]), str(actual), ref))
             continue
         elsewhere = [o for o in same_name if _meta(o).get("namespace") not in (None, namespace)]
         if elsewhere and namespace is not None:
@@ -257,22 +253,8 @@ def _check_object(
                 "owners must be in the same namespace or cluster-scoped",
             )
             continue
-        if complete:
-            add(
-                "warning",
-                "dangling-owner",
-                f"owner {_ref_label(ref)} does not exist; the GC deletes this object unless "
-                "another owner exists",
-                "remove the reference if the object must stay",
-            )
-        else:
-            add(
-                "warning",
-                "dangling-owner",
-                f"owner {_ref_label(ref)} is not among the inputs; if it is not in the "
-                "cluster either, the GC deletes this object",
-                "include the owner, or check it exists with that uid",
-            )
+        dangling = dangling_owner(ref, complete=complete)
+        add("warning", dangling.rule, dangling.message, dangling.fix)
         if ref.get("blockOwnerDeletion") is True and owner_kind is not None:
             out.extend(rbac.check(label, uid, src, ref, owner_kind, namespace))
     return out

@@ -23,7 +23,9 @@ __all__ = [
     "check_owner_kind",
     "check_owner_namespace",
     "check_owner_scope",
+    "check_owner_uid",
     "check_reference_fields",
+    "dangling_owner",
     "group_of",
     "ref_label",
 ]
@@ -148,4 +150,33 @@ def check_owner_namespace(
         "(event OwnerRefInvalidNamespace)",
         "owners must be in the same namespace or cluster-scoped: move the object, "
         "or replace the reference with a label and a finalizer",
+    )
+
+
+def check_owner_uid(owner_label: str, actual_uid: str, ref: Mapping[str, Any]) -> Violation | None:
+    """The owner found under the reference's kind/name must have the reference's uid."""
+    if actual_uid == ref.get("uid"):
+        return None
+    return Violation(
+        "owner-uid-mismatch",
+        f"{owner_label} exists with uid {actual_uid}, not {ref.get('uid')} (recreated?); the GC "
+        "treats the owner as gone and deletes this object",
+        f"set the reference's uid to {actual_uid}, or recreate this object from its owner",
+    )
+
+
+def dangling_owner(ref: Mapping[str, Any], *, complete: bool) -> Violation:
+    """No owner with the reference's uid where the GC looks (``complete``: a whole cluster)."""
+    if complete:
+        return Violation(
+            "dangling-owner",
+            f"owner {ref_label(ref)} does not exist; the GC deletes this object unless "
+            "another owner exists",
+            "remove the reference if the object must stay",
+        )
+    return Violation(
+        "dangling-owner",
+        f"owner {ref_label(ref)} is not among the inputs; if it is not in the "
+        "cluster either, the GC deletes this object",
+        "include the owner, or check it exists with that uid",
     )
