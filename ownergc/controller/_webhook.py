@@ -413,16 +413,19 @@ class AdmissionChecker:
         meta = await self.cache.owner(resource, owner_ns, name)
         if meta is not None and meta.get("uid") != ref.get("uid"):
             meta = await self.cache.owner(resource, owner_ns, name, recheck=True)
+        if meta is not None and meta.get("uid") == ref.get("uid"):
+            return None
+        if resource.namespaced and namespace is not None:
+            # The uid in another namespace is the root cause, whatever is here.
+            elsewhere = await self.cache.namespace_of_uid(resource, str(ref["uid"]))
+            if elsewhere is not None and elsewhere != namespace:
+                return check_owner_namespace(
+                    _owner_label(resource, elsewhere, name), elsewhere, namespace
+                )
         if meta is not None:
             return check_owner_uid(
                 _owner_label(resource, owner_ns, name), str(meta.get("uid")), ref
             )
-        if resource.namespaced and namespace is not None:
-            elsewhere = await self.cache.namespace_of_uid(resource, str(ref["uid"]))
-            if elsewhere is not None:
-                return check_owner_namespace(
-                    _owner_label(resource, elsewhere, name), elsewhere, namespace
-                )
         return dangling_owner(ref, complete=True)
 
 
