@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import logging
 import signal
 import sys
@@ -210,18 +211,21 @@ async def _serve(args: argparse.Namespace, store: Any) -> int:
     checker = AdmissionChecker(
         cache, mode=args.mode, fail_closed=args.fail_closed, timeout=args.check_timeout
     )
-    with tempfile.TemporaryDirectory(prefix="ownergc-webhook-") as tmp:
+    with contextlib.ExitStack() as stack:
         if args.tls_cert:
             cert, key, ca = Path(args.tls_cert), Path(args.tls_key), None
-        else:
-            paths = _self_signed(args, Path(args.cert_dir or tmp))
+        else:  # a temporary directory only when making a pair (the root fs may be read-only)
+            where = args.cert_dir or stack.enter_context(
+                tempfile.TemporaryDirectory(prefix="ownergc-webhook-")
+            )
+            paths = _self_signed(args, Path(where))
             cert, key, ca = paths.cert, paths.key, paths.ca
         ctx = server_ssl_context(cert, key)
         try:
             await cache.kinds()  # discovery once before serving: fail early, answer fast
         except (OwnerGCError, OSError) as exc:
             log.warning("discovery failed (%s); will retry per request, failing open", exc)
-        app = WebhookApp(checker)
+        app = WebhookApp(checker, ready=lambda: cache.discovered)
         async with anyio.create_task_group() as tg:
             bound = await tg.start(
                 lambda task_status: serve_webhook(

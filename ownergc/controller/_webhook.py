@@ -235,6 +235,12 @@ class OwnerCache:
             for _, k in done[: len(done) // 2]:
                 del self._entries[k]
 
+    @property
+    def discovered(self) -> bool:
+        """Whether discovery has answered at least once (readiness)."""
+        entry = self._entries.get(("discovery",))
+        return entry is not None and entry.pending is None and entry.value is not None
+
     async def kinds(self, *, refresh: bool = False) -> dict[tuple[str, str], APIResource]:
         """(apiVersion, kind) → resource; ``refresh`` re-reads discovery at most once a second."""
 
