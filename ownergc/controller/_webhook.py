@@ -105,7 +105,8 @@ class WebhookMetrics:
         w.declare(
             "ownergc_webhook_owner_cache_total",
             "counter",
-            "owner cache lookups: hit, miss (fetched) or shared (waited for a fetch in flight)",
+            "owner cache lookups: hit, miss (fetched), shared (waited for a fetch in flight) "
+            "or stale (served the last answer while it is refreshed)",
         )
         for result, n in sorted(self.cache.items()):
             w.sample("ownergc_webhook_owner_cache_total", n, {"result": result})
@@ -142,6 +143,8 @@ class _Entry:
     pending: anyio.Event | None = None
     error: Exception | None = None
     cancelled: bool = False
+    #: While a refresh is in flight: the previous (positive) answer.
+    stale: Any = None
 
 
 class OwnerCache:
@@ -185,6 +188,11 @@ class OwnerCache:
             entry = self._entries.get(key)
             if entry is None or entry.pending is None:
                 break
+            if stale_after is None and entry.stale is not None:
+                # Being refreshed: the last answer serves meanwhile (nobody waits on a
+                # refresh but the request that started it).
+                self.metrics.cache["stale"] += 1
+                return entry.stale
             self.metrics.cache["shared"] += 1
             await entry.pending.wait()
             if entry.cancelled:
@@ -203,7 +211,7 @@ class OwnerCache:
         if len(self._entries) >= self.max_entries:
             self._evict(now)
         event = anyio.Event()
-        new = _Entry(pending=event)
+        new = _Entry(pending=event, stale=entry.value if entry is not None else None)
         self._entries[key] = new
         try:
             value = await fetch()
@@ -217,6 +225,7 @@ class OwnerCache:
             raise
         else:
             new.value = value
+            new.stale = None
             new.fetched = self.clock()
             new.expires = new.fetched + ttl_of(value)
             return value
@@ -282,7 +291,11 @@ class OwnerCache:
         return value
 
     async def namespace_of_uid(self, resource: APIResource, uid: str) -> str | None:
-        """Which namespace holds an object of ``resource`` with ``uid`` (one cached list)."""
+        """Which namespace holds an object of ``resource`` with ``uid`` (one cached list).
+
+        Only asked when the owner is not where the collector looks, to tell the
+        cross-namespace incident from a missing owner.
+        """
 
         async def fetch() -> dict[str, str]:
             self.metrics.lookups["list"] += 1
@@ -294,11 +307,11 @@ class OwnerCache:
                     out[str(meta["uid"])] = str(meta["namespace"])
             return out
 
-        index: dict[str, str] = await self._cached(
-            ("uids", resource.api_version, resource.kind),
-            fetch,
-            lambda _: self.negative_ttl,
-        )
+        key = ("uids", resource.api_version, resource.kind)
+        index: dict[str, str] = await self._cached(key, fetch, lambda _: self.ttl)
+        if uid not in index:  # an owner created since: re-list once the index is a second old
+            recheck = self.negative_ttl
+            index = await self._cached(key, fetch, lambda _: self.ttl, stale_after=recheck)
         return index.get(uid)
 
 

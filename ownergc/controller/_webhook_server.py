@@ -83,12 +83,10 @@ async def _receive(conn: h11.Connection, stream: anyio.abc.ByteStream) -> Any:
         event = conn.next_event()
         if event is not h11.NEED_DATA:
             return event
-        data = b""
-        with anyio.move_on_after(IDLE_TIMEOUT):
-            try:
-                data = await stream.receive(65536)
-            except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
-                data = b""
+        try:
+            data = await stream.receive(65536)
+        except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+            data = b""
         conn.receive_data(data)
 
 
@@ -105,18 +103,22 @@ async def _connection(stream: anyio.abc.ByteStream, handler: Handler) -> None:
             try:
                 request: h11.Request | None = None
                 body = bytearray()
-                while True:
-                    event = await _receive(conn, stream)
-                    if isinstance(event, h11.Request):
-                        request = event
-                    elif isinstance(event, h11.Data):
-                        body += event.data
-                        if len(body) > MAX_BODY:
-                            raise h11.RemoteProtocolError("body too large", 413)
-                    elif isinstance(event, h11.EndOfMessage):
-                        break
-                    else:  # ConnectionClosed or PAUSED: nothing more to answer
-                        return
+                # One deadline per request (idle keep-alive included), not per read.
+                with anyio.move_on_after(IDLE_TIMEOUT) as idle:
+                    while True:
+                        event = await _receive(conn, stream)
+                        if isinstance(event, h11.Request):
+                            request = event
+                        elif isinstance(event, h11.Data):
+                            body += event.data
+                            if len(body) > MAX_BODY:
+                                raise h11.RemoteProtocolError("body too large", 413)
+                        elif isinstance(event, h11.EndOfMessage):
+                            break
+                        else:  # ConnectionClosed or PAUSED: nothing more to answer
+                            return
+                if idle.cancelled_caught:
+                    return
             except h11.RemoteProtocolError as exc:
                 with contextlib.suppress(Exception):
                     status = exc.error_status_hint
@@ -133,11 +135,14 @@ async def _connection(stream: anyio.abc.ByteStream, handler: Handler) -> None:
             except Exception as exc:  # answer 500 and keep serving
                 log.exception("webhook request failed")
                 status, ctype, payload = 500, b"text/plain", f"internal error: {exc}\n".encode()
+            # One write for head and body: separate TLS records would meet Nagle's
+            # algorithm and the peer's delayed ACK (tens of ms per answer).
+            data = conn.send(_response(status, ctype, payload)) or b""
+            if request.method != b"HEAD":
+                data += conn.send(h11.Data(data=payload)) or b""
+            data += conn.send(h11.EndOfMessage()) or b""
             try:
-                await _send(conn, stream, _response(status, ctype, payload))
-                if request.method != b"HEAD":
-                    await _send(conn, stream, h11.Data(data=payload))
-                await _send(conn, stream, h11.EndOfMessage())
+                await stream.send(data)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                 return
             if conn.our_state is h11.MUST_CLOSE or conn.their_state is h11.MUST_CLOSE:
@@ -192,9 +197,7 @@ class CertPaths:
     key: Path
 
 
-def ensure_self_signed(
-    directory: Path, dns_names: list[str], *, days: int = 3650
-) -> CertPaths:
+def ensure_self_signed(directory: Path, dns_names: list[str], *, days: int = 3650) -> CertPaths:
     """A CA and a serving certificate for ``dns_names`` in ``directory`` (made once, then reused).
 
     Needs the ``cryptography`` package (``pip install 'ownergc[webhook]'``).
