@@ -10,8 +10,13 @@ cross-namespace incident (refused). The first wave opens the connections
 p50/p99/max per request in ms over the warm waves, and the server's own mean
 time per review (its histogram), so queueing and client cost can be told apart.
 
-Client and server share the machine's cores: the client's own CPU (httpx)
-counts against the figures (a minimal HTTP/1.1 client keeps it small). Run: ``python benchmarks/webhook.py [--waves N]``.
+Client and server share the machine's cores: the client's own CPU counts
+against the figures (a minimal HTTP/1.1 client keeps it small). The server's
+CPU per review (from /proc) is printed too: it does not depend on queueing.
+``--spread 1`` releases each wave over one second instead of at once (200
+creates/s rather than a burst of 200).
+
+Run: ``python benchmarks/webhook.py [--waves N] [--spread SECONDS]``.
 """
 
 from __future__ import annotations
@@ -22,7 +27,6 @@ import os
 import platform
 import re
 import ssl
-import statistics
 import subprocess
 import sys
 import tempfile
