@@ -95,6 +95,7 @@ def check_reference_fields(ref: object) -> Violation | None:
             "invalid-owner-reference",
             f"ownerReference {ref_label(ref)} lacks {', '.join(missing)}; the apiserver rejects it",
             "set apiVersion, kind, name and the owner's metadata.uid (read it from the live owner)",
+            "missing-uid" if missing == ["uid"] else "missing",
         )
     if ref.get("kind") == "Event" and ref.get("apiVersion") == "v1":
         return Violation(

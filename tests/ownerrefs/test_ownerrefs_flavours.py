@@ -87,9 +87,7 @@ def test_lightkube_resources() -> None:
     assert owner_references(cm) == [expected(service())]
     cm.metadata.ownerReferences = None
     assert cm == before
-    spec = StatefulSetSpec(
-        selector=LabelSelector(), serviceName="db", template=PodTemplateSpec()
-    )
+    spec = StatefulSetSpec(selector=LabelSelector(), serviceName="db", template=PodTemplateSpec())
     sts = StatefulSet(metadata=ObjectMeta(name="db", namespace="b"), spec=spec)
     with pytest.raises(errors.CrossNamespaceOwner):
         set_controller_reference(owner, sts)

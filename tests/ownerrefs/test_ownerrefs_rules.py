@@ -240,8 +240,10 @@ def test_lint_and_the_api_agree_on_each_rule() -> None:
     owner = service()
     cases = [
         (child(ns="shop"), errors.CrossNamespaceOwner),
-        ({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv"}},
-         errors.NamespacedOwnerOfClusterScoped),
+        (
+            {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv"}},
+            errors.NamespacedOwnerOfClusterScoped,
+        ),
     ]
     for dependent, error in cases:
         with pytest.raises(error) as info:
@@ -270,3 +272,33 @@ def test_builtin_table_matches_the_real_discovery() -> None:
     }
     table = {(f"{g}/{v}" if g else v, k, ns) for g, v, k, _, ns in BUILTIN_KINDS}
     assert table == served
+
+
+def test_validate_existing_references() -> None:
+    """The rules that need no owner object, on references an object already carries."""
+    ok = child(ownerReferences=[{"apiVersion": "v1", "kind": "Namespace", "name": "a", "uid": "u"}])
+    validate_owner_references(ok)
+    event = child(ownerReferences=[{"apiVersion": "v1", "kind": "Event", "name": "e", "uid": "u"}])
+    with pytest.raises(errors.EventOwner):
+        validate_owner_references(event)
+    no_uid = child(ownerReferences=[{"apiVersion": "v1", "kind": "Service", "name": "s"}])
+    with pytest.raises(errors.OwnerNotCreated):
+        validate_owner_references(no_uid)
+    no_kind = child(ownerReferences=[{"apiVersion": "v1", "name": "s"}])
+    with pytest.raises(errors.InvalidOwnerReference, match="lacks kind, uid"):
+        validate_owner_references(no_kind)
+    pv = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {
+            "name": "pv",
+            "ownerReferences": [{"apiVersion": "v1", "kind": "Service", "name": "s", "uid": "u"}],
+        },
+    }
+    with pytest.raises(errors.NamespacedOwnerOfClusterScoped):
+        validate_owner_references(pv)
+    gadget_ref = {"apiVersion": "example.com/v1", "kind": "Gadget", "name": "g", "uid": "u"}
+    gadget = child(ownerReferences=[gadget_ref])
+    validate_owner_references(gadget)  # unknown to the built-in table: trusted
+    with pytest.raises(errors.UnknownOwnerKind):
+        validate_owner_references(gadget, kinds={})
