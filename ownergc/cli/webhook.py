@@ -220,7 +220,10 @@ async def _serve(args: argparse.Namespace, store: Any) -> int:
             )
             paths = _self_signed(args, Path(where))
             cert, key, ca = paths.cert, paths.key, paths.ca
-        ctx = server_ssl_context(cert, key)
+        try:
+            ctx = server_ssl_context(cert, key)
+        except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+            raise OwnerGCError(f"cannot serve TLS with {cert} and {key}: {exc}") from None
         try:
             await cache.kinds()  # discovery once before serving: fail early, answer fast
         except (OwnerGCError, OSError) as exc:

@@ -103,6 +103,11 @@ def test_bad_arguments_are_clear_errors(tmp_path: Path) -> None:
     assert out.returncode == 2 and "both --tls-cert and --tls-key" in out.stderr
     out = ownergc("webhook", "--print-ca-bundle")
     assert out.returncode == 2 and "--cert-dir" in out.stderr
+    manifests = tmp_path / "cluster.json"
+    manifests.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": cluster()}))
+    missing = str(tmp_path / "missing.pem")
+    out = ownergc("webhook", "-f", str(manifests), "--tls-cert", missing, "--tls-key", missing)
+    assert out.returncode == 1 and "cannot serve TLS" in out.stderr
     out = ownergc("webhook", "--mode", "block", "-f", "x")
     assert out.returncode == 2 and "invalid choice" in out.stderr
     assert "Traceback" not in out.stderr
