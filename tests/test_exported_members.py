@@ -135,6 +135,30 @@ def _classes_in(hint: object) -> list[type]:
     return [c for arg in typing.get_args(hint) for c in _classes_in(arg)]
 
 
+#: The operator API for owner references (docs/ownerrefs.md).
+OWNERREFS = [
+    "KindInfo",
+    "Kinds",
+    "discover_kinds",
+    "get_controller_of",
+    "has_controller_reference",
+    "has_owner_reference",
+    "owner_reference",
+    "owner_references",
+    "remove_controller_reference",
+    "remove_owner_reference",
+    "set_controller_reference",
+    "set_owner_reference",
+    "validate_owner_references",
+]
+
+
+def test_ownerrefs_exports_exactly_the_operator_api() -> None:
+    import ownergc.ownerrefs
+
+    assert sorted(ownergc.ownerrefs.__all__) == sorted(OWNERREFS)
+
+
 def test_errors_come_from_ownergc_errors_alone() -> None:
     import ownergc.errors
     import ownergc.protocols

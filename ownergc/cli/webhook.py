@@ -166,6 +166,12 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         return anyio.run(_run, args)
+    except ImportError as exc:  # h11 or cryptography missing
+        print(
+            f"ownergc webhook: {exc}; install the extra: pip install 'ownergc[webhook]'",
+            file=sys.stderr,
+        )
+        return 1
     except (OwnerGCError, RuntimeError, OSError) as exc:
         print(f"ownergc webhook: {exc}", file=sys.stderr, flush=True)
         return 1
