@@ -148,7 +148,9 @@ def test_seed_incident_against_a_served_cluster(served: Served, tmp_path: Path) 
 
     The seed incident: a StatefulSet in namespace a whose controller is a
     Deployment in namespace b is refused at create; the same reference to
-    the Deployment in a (its real uid) is admitted.
+    the Deployment in a (its real uid) is admitted. Then what the refusal
+    prevents: created anyway (serve does not call webhooks yet), the refused
+    object is deleted by the collector, the admitted one stays.
     """
     kubectl = os.environ.get("OWNERGC_KUBECTL", "kubectl")
     objs = cluster()
@@ -189,3 +191,37 @@ def test_seed_incident_against_a_served_cluster(served: Served, tmp_path: Path) 
         assert admitted["allowed"] is True
     finally:
         stop(proc)
+    for name, owner_uid in (("refused", uids["b"]), ("admitted", uids["a"])):
+        obj = review([ref(owner_uid)])["request"]["object"]
+        obj["metadata"]["name"] = name
+        obj["spec"] = {
+            "serviceName": name,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+            },
+        }
+        (tmp_path / f"{name}.json").write_text(json.dumps(obj))
+        made = subprocess.run(
+            [*base, "create", "-f", str(tmp_path / f"{name}.json")],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert made.returncode == 0, made.stderr
+
+    def names() -> set[str]:
+        got = subprocess.run(
+            [*base, "get", "statefulsets", "-n", "a", "-o", "json"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert got.returncode == 0, got.stderr
+        return {o["metadata"]["name"] for o in json.loads(got.stdout)["items"]}
+
+    deadline = time.monotonic() + 60
+    while "refused" in names() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert names() == {"admitted"}  # the collector deleted what the webhook refuses
