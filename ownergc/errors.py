@@ -7,6 +7,14 @@ and user code only ever catch ownergc errors::
     OwnerGCError
      ├── InvalidObject                 local: malformed input handed to ownergc
      │    └── InvalidOwnerReference    an ownerReferences entry that cannot be used
+     │         ├── OwnerNotCreated     the owner has no uid: not created, or not read back
+     │         ├── EventOwner          a core v1 Event named as an owner
+     │         ├── UnknownOwnerKind    the owner's apiVersion/kind is not served
+     │         ├── MultipleControllers more than one reference says controller: true
+     │         ├── AlreadyOwned        another controller already owns the object
+     │         ├── CrossNamespaceOwner the owner is in another namespace
+     │         └── NamespacedOwnerOfClusterScoped
+     │                                 a cluster-scoped object names a namespaced owner
      ├── RESTMappingError              no served resource for (apiVersion, kind)
      ├── BackendUnavailable            an optional backend's extra is not installed
      └── APIError                      remote: the backend answered with an error
@@ -25,6 +33,10 @@ and user code only ever catch ownergc errors::
           │    └── ServerTimeout       504 / request timed out on the server
           └── Unavailable              no answer at all: connection refused, TLS, timeout
 
+The ``InvalidOwnerReference`` subclasses are what :mod:`ownergc.ownerrefs`
+raises; each names its ``ownergc lint`` rule in ``rule`` and says how to fix
+it in ``fix``.
+
 ``APIError.retryable`` says whether retrying the same request later can help.
 """
 
@@ -35,16 +47,22 @@ from typing import Any, ClassVar
 __all__ = [
     "APIError",
     "AlreadyExists",
+    "AlreadyOwned",
     "BackendUnavailable",
     "BadRequest",
     "Conflict",
+    "CrossNamespaceOwner",
+    "EventOwner",
     "Forbidden",
     "Invalid",
     "InvalidObject",
     "InvalidOwnerReference",
     "MethodNotAllowed",
+    "MultipleControllers",
+    "NamespacedOwnerOfClusterScoped",
     "NotFound",
     "OwnerGCError",
+    "OwnerNotCreated",
     "RESTMappingError",
     "ResourceExpired",
     "ServerError",
@@ -52,6 +70,7 @@ __all__ = [
     "TooManyRequests",
     "Unauthorized",
     "Unavailable",
+    "UnknownOwnerKind",
     "UnsupportedPatchType",
     "error_for_status",
 ]
@@ -67,6 +86,61 @@ class InvalidObject(OwnerGCError, ValueError):
 
 class InvalidOwnerReference(InvalidObject):
     """An ``ownerReferences`` entry lacks a required field or has the wrong type."""
+
+
+class _RuleError(InvalidOwnerReference):
+    """A reference breaks one of the rules ``ownergc lint`` checks."""
+
+    rule: ClassVar[str] = "invalid-owner-reference"
+
+    def __init__(self, message: str, *, fix: str = "") -> None:
+        self.fix = fix
+        super().__init__(f"{message}. Fix: {fix}" if fix else message)
+
+
+class OwnerNotCreated(_RuleError):
+    """The owner has no ``metadata.uid``: create it (and use what the apiserver returned) first."""
+
+
+class EventOwner(_RuleError):
+    """A core v1 Event cannot own anything; the apiserver refuses such a reference."""
+
+
+class UnknownOwnerKind(_RuleError):
+    """The owner's apiVersion/kind is not served: the GC can never resolve the reference."""
+
+    rule = "unknown-owner-kind"
+
+
+class MultipleControllers(_RuleError):
+    """More than one reference says ``controller: true`` (the apiserver answers 422)."""
+
+    rule = "multiple-controllers"
+
+
+class AlreadyOwned(_RuleError):
+    """Another controller already owns the object (controller-runtime's AlreadyOwnedError).
+
+    ``owner`` is the existing controller reference, as a dict.
+    """
+
+    rule = "already-owned"
+
+    def __init__(self, message: str, *, owner: dict[str, Any], fix: str = "") -> None:
+        self.owner = owner
+        super().__init__(message, fix=fix)
+
+
+class CrossNamespaceOwner(_RuleError):
+    """The owner lives in another namespace: the GC would delete the dependent."""
+
+    rule = "cross-namespace-owner"
+
+
+class NamespacedOwnerOfClusterScoped(_RuleError):
+    """A cluster-scoped object names a namespaced owner: never resolvable, never collected."""
+
+    rule = "namespaced-owner-of-cluster-scoped"
 
 
 class RESTMappingError(OwnerGCError):

@@ -54,18 +54,24 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ownergc._core.ownerref_rules import (
+    KindInfo,
+    Violation,
+    check_controllers,
+    check_owner_kind,
+    check_owner_namespace,
+    check_owner_scope,
+    check_owner_uid,
+    check_reference_fields,
+    dangling_owner,
+)
+from ownergc._core.ownerref_rules import group_of as _group
+from ownergc._core.ownerref_rules import ref_label as _ref_label
+
 __all__ = ["SEVERITIES", "Finding", "KindInfo", "lint_objects"]
 
 SEVERITIES = ("error", "warning", "info")
 _RBAC = "rbac.authorization.k8s.io"
-
-
-@dataclass(frozen=True, slots=True)
-class KindInfo:
-    """How an apiVersion/kind is served: its scope and its resource (plural) name."""
-
-    namespaced: bool
-    resource: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,14 +112,6 @@ def _label(obj: Mapping[str, Any]) -> str:
     meta = _meta(obj)
     ns = meta.get("namespace")
     return f"{obj.get('kind')} {ns + '/' if ns else ''}{meta.get('name')}"
-
-
-def _group(api_version: str) -> str:
-    return api_version.rpartition("/")[0]
-
-
-def _ref_label(ref: Mapping[str, Any]) -> str:
-    return f"{ref.get('kind')} {ref.get('name')} ({ref.get('apiVersion')}, uid {ref.get('uid')})"
 
 
 class _Index:
@@ -183,34 +181,15 @@ def _check_object(
     namespace = meta.get("namespace") or None
     self_kind = kinds.get((str(obj.get("apiVersion")), str(obj.get("kind"))))
     dependent_namespaced = self_kind.namespaced if self_kind is not None else namespace is not None
-    controllers = [r for r in refs if isinstance(r, Mapping) and r.get("controller") is True]
-    if len(controllers) > 1:
-        add(
-            "error",
-            "multiple-controllers",
-            f"{len(controllers)} ownerReferences have controller: true "
-            f"({', '.join(_ref_label(r) for r in controllers)}); the apiserver rejects this (422)",
-            "keep controller: true on one reference only (the managing controller)",
-        )
+
+    def report(violation: Violation | None) -> bool:
+        if violation is not None:
+            add("error", violation.rule, violation.message, violation.fix)
+        return violation is not None
+
+    report(check_controllers(refs))
     for ref in refs:
-        if not isinstance(ref, Mapping):
-            add(
-                "error",
-                "invalid-owner-reference",
-                f"ownerReference {ref!r} is not an object",
-                "remove it",
-            )
-            continue
-        missing = [k for k in ("apiVersion", "kind", "name", "uid") if not ref.get(k)]
-        if missing:
-            add(
-                "error",
-                "invalid-owner-reference",
-                f"ownerReference {_ref_label(ref)} lacks {', '.join(missing)}; "
-                "the apiserver rejects it",
-                "set apiVersion, kind, name and the owner's metadata.uid "
-                "(read it from the live owner)",
-            )
+        if report(check_reference_fields(ref)):
             continue
         api_version, kind, name, ref_uid = (
             str(ref["apiVersion"]),
@@ -218,33 +197,11 @@ def _check_object(
             str(ref["name"]),
             str(ref["uid"]),
         )
-        if kind == "Event" and api_version == "v1":
-            add(
-                "error",
-                "invalid-owner-reference",
-                "a core v1 Event cannot be an owner; the apiserver rejects this",
-                "remove the reference",
-            )
-            continue
         owner_kind = kinds.get((api_version, kind))
         if owner_kind is None:
-            add(
-                "error",
-                "unknown-owner-kind",
-                f"owner kind {kind} in {api_version} is not served; the GC cannot map it and "
-                "never collects this object",
-                "fix apiVersion/kind, or install the owner's CRD (with that version served)",
-            )
+            report(check_owner_kind(ref, owner_kind))
             continue
-        if owner_kind.namespaced and not dependent_namespaced:
-            add(
-                "error",
-                "namespaced-owner-of-cluster-scoped",
-                f"cluster-scoped object owned by namespaced {_ref_label(ref)}; the reference "
-                "cannot be resolved and the GC never collects it",
-                "make the owner cluster-scoped, or drop the reference and clean up "
-                "with a finalizer",
-            )
+        if report(check_owner_scope(ref, owner_kind.namespaced, dependent_namespaced)):
             continue
         owner = index.by_uid.get(ref_uid)
         if owner is not None:
@@ -267,17 +224,8 @@ def _check_object(
                 continue
             owner_ns = ometa.get("namespace") or None
             if owner_ns is not None and owner_ns != namespace:
-                if namespace is None:
-                    continue  # reported as namespaced-owner-of-cluster-scoped when kinds know
-                add(
-                    "error",
-                    "cross-namespace-owner",
-                    f'owner {_label(owner)} is in namespace "{owner_ns}"; the GC looks for it in '
-                    f'"{namespace}", finds nothing and deletes this object '
-                    "(event OwnerRefInvalidNamespace)",
-                    "owners must be in the same namespace or cluster-scoped: move the object, "
-                    "or replace the reference with a label and a finalizer",
-                )
+                # namespace None: namespaced-owner-of-cluster-scoped, when kinds know
+                report(check_owner_namespace(_label(owner), owner_ns, namespace))
                 continue
             if ref.get("blockOwnerDeletion") is True and owner_kind is not None:
                 out.extend(rbac.check(label, uid, src, ref, owner_kind, namespace))
@@ -292,13 +240,7 @@ def _check_object(
         ]
         if here:
             actual = _meta(here[0]).get("uid")
-            add(
-                "error",
-                "owner-uid-mismatch",
-                f"{_label(here[0])} exists with uid {actual}, not {ref_uid} (recreated?); the GC "
-                "treats the owner as gone and deletes this object",
-                f"set the reference's uid to {actual}, or recreate this object from its owner",
-            )
+            report(check_owner_uid(_label(here[0]), str(actual), ref))
             continue
         elsewhere = [o for o in same_name if _meta(o).get("namespace") not in (None, namespace)]
         if elsewhere and namespace is not None:
@@ -311,22 +253,8 @@ def _check_object(
                 "owners must be in the same namespace or cluster-scoped",
             )
             continue
-        if complete:
-            add(
-                "warning",
-                "dangling-owner",
-                f"owner {_ref_label(ref)} does not exist; the GC deletes this object unless "
-                "another owner exists",
-                "remove the reference if the object must stay",
-            )
-        else:
-            add(
-                "warning",
-                "dangling-owner",
-                f"owner {_ref_label(ref)} is not among the inputs; if it is not in the "
-                "cluster either, the GC deletes this object",
-                "include the owner, or check it exists with that uid",
-            )
+        dangling = dangling_owner(ref, complete=complete)
+        add("warning", dangling.rule, dangling.message, dangling.fix)
         if ref.get("blockOwnerDeletion") is True and owner_kind is not None:
             out.extend(rbac.check(label, uid, src, ref, owner_kind, namespace))
     return out

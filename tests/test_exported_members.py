@@ -96,7 +96,14 @@ def test_curated_namespace_exports_what_it_defines(name: str) -> None:
 
 @pytest.mark.parametrize(
     "name",
-    [*CURATED, "ownergc.protocols", "ownergc.errors", "ownergc.lint", "ownergc.why"],
+    [
+        *CURATED,
+        "ownergc.protocols",
+        "ownergc.errors",
+        "ownergc.lint",
+        "ownergc.why",
+        "ownergc.ownerrefs",
+    ],
 )
 def test_all_names_exist_once(name: str) -> None:
     module = importlib.import_module(name)
@@ -126,6 +133,30 @@ def _classes_in(hint: object) -> list[type]:
     if isinstance(hint, type):
         return [hint]
     return [c for arg in typing.get_args(hint) for c in _classes_in(arg)]
+
+
+#: The operator API for owner references (docs/ownerrefs.md).
+OWNERREFS = [
+    "KindInfo",
+    "Kinds",
+    "discover_kinds",
+    "get_controller_of",
+    "has_controller_reference",
+    "has_owner_reference",
+    "owner_reference",
+    "owner_references",
+    "remove_controller_reference",
+    "remove_owner_reference",
+    "set_controller_reference",
+    "set_owner_reference",
+    "validate_owner_references",
+]
+
+
+def test_ownerrefs_exports_exactly_the_operator_api() -> None:
+    import ownergc.ownerrefs
+
+    assert sorted(ownergc.ownerrefs.__all__) == sorted(OWNERREFS)
 
 
 def test_errors_come_from_ownergc_errors_alone() -> None:

@@ -29,6 +29,7 @@ COMMANDS: tuple[str, ...] = (
     "serve",
     "preview",
     "lint",
+    "webhook",
     "graph",
     "why",
 )

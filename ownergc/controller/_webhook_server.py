@@ -1,0 +1,277 @@
+"""HTTPS for ``ownergc webhook``: HTTP/1.1 through h11 over anyio (TLS) streams.
+
+kube-apiserver keeps connections to a webhook alive and sends many reviews
+down each, so connections are kept (h11 tracks the protocol state). Routes:
+``POST /validate`` (AdmissionReview), ``GET /healthz``, ``GET /readyz`` and
+``GET /metrics``. Also: the self-signed CA and serving certificate the
+webhook makes when not given one, and the TLS context that serves them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import ipaddress
+import json
+import logging
+import ssl
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+import h11
+from anyio.streams.tls import TLSListener
+
+from ownergc._kit.prometheus import CONTENT_TYPE
+from ownergc.controller._webhook import AdmissionChecker
+
+__all__ = [
+    "CertPaths",
+    "WebhookApp",
+    "ensure_self_signed",
+    "serve_webhook",
+    "server_ssl_context",
+]
+
+log = logging.getLogger("ownergc.webhook")
+
+#: kube-apiserver refuses objects above ~3 MiB; a review holds two of them.
+MAX_BODY = 16 * 1024 * 1024
+#: Close a kept-alive connection idle this long (the apiserver reconnects).
+IDLE_TIMEOUT = 120.0
+_JSON = b"application/json"
+
+
+@dataclass
+class WebhookApp:
+    """The routes, independent of the wire (tests call it directly)."""
+
+    checker: AdmissionChecker
+    ready: Callable[[], bool] = lambda: True
+
+    async def __call__(self, method: str, path: str, body: bytes) -> tuple[int, bytes, bytes]:
+        """(status, content type, body) for one request."""
+        route = path.split("?", 1)[0]
+        if route in ("/validate", "/") and method == "POST":
+            try:
+                review = json.loads(body)
+                answer = await self.checker.review(review)
+            except (ValueError, AttributeError) as exc:
+                return 400, b"text/plain; charset=utf-8", f"bad AdmissionReview: {exc}\n".encode()
+            return 200, _JSON, json.dumps(answer).encode()
+        if method not in ("GET", "HEAD"):
+            return 405, b"text/plain; charset=utf-8", b"method not allowed\n"
+        if route == "/healthz":
+            return 200, b"text/plain; charset=utf-8", b"ok\n"
+        if route == "/readyz":
+            ok = self.ready()
+            return (200 if ok else 503), b"text/plain; charset=utf-8", b"ok\n" if ok else b"no\n"
+        if route == "/metrics":
+            return 200, CONTENT_TYPE.encode(), self.checker.metrics.render().encode()
+        return 404, b"text/plain; charset=utf-8", b"not found\n"
+
+
+Handler = Callable[[str, str, bytes], Any]
+
+
+async def _receive(conn: h11.Connection, stream: anyio.abc.ByteStream) -> Any:
+    """The next h11 event, reading from the stream as needed (ConnectionClosed on EOF)."""
+    while True:
+        event = conn.next_event()
+        if event is not h11.NEED_DATA:
+            return event
+        try:
+            data = await stream.receive(65536)
+        except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+            data = b""
+        conn.receive_data(data)
+
+
+async def _send(conn: h11.Connection, stream: anyio.abc.ByteStream, event: Any) -> None:
+    data = conn.send(event)
+    if data:
+        await stream.send(data)
+
+
+async def _connection(stream: anyio.abc.ByteStream, handler: Handler) -> None:
+    conn = h11.Connection(h11.SERVER)
+    async with stream:
+        while True:
+            try:
+                request: h11.Request | None = None
+                body = bytearray()
+                # One deadline per request (idle keep-alive included), not per read.
+                with anyio.move_on_after(IDLE_TIMEOUT) as idle:
+                    while True:
+                        event = await _receive(conn, stream)
+                        if isinstance(event, h11.Request):
+                            request = event
+                        elif isinstance(event, h11.Data):
+                            body += event.data
+                            if len(body) > MAX_BODY:
+                                raise h11.RemoteProtocolError("body too large", 413)
+                        elif isinstance(event, h11.EndOfMessage):
+                            break
+                        else:  # ConnectionClosed or PAUSED: nothing more to answer
+                            return
+                if idle.cancelled_caught:
+                    return
+            except h11.RemoteProtocolError as exc:
+                with contextlib.suppress(Exception):
+                    status = exc.error_status_hint
+                    payload = f"{exc}\n".encode()
+                    await _send(conn, stream, _response(status, b"text/plain", payload))
+                    await _send(conn, stream, h11.Data(data=payload))
+                    await _send(conn, stream, h11.EndOfMessage())
+                return
+            assert request is not None
+            try:
+                status, ctype, payload = await handler(
+                    request.method.decode("ascii"), request.target.decode("latin-1"), bytes(body)
+                )
+            except Exception as exc:  # answer 500 and keep serving
+                log.exception("webhook request failed")
+                status, ctype, payload = 500, b"text/plain", f"internal error: {exc}\n".encode()
+            # One write for head and body: separate TLS records would meet Nagle's
+            # algorithm and the peer's delayed ACK (tens of ms per answer).
+            data = conn.send(_response(status, ctype, payload)) or b""
+            if request.method != b"HEAD":
+                data += conn.send(h11.Data(data=payload)) or b""
+            data += conn.send(h11.EndOfMessage()) or b""
+            try:
+                await stream.send(data)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                return
+            if conn.our_state is h11.MUST_CLOSE or conn.their_state is h11.MUST_CLOSE:
+                return
+            try:
+                conn.start_next_cycle()
+            except h11.LocalProtocolError:
+                return
+
+
+def _response(status: int, ctype: bytes, payload: bytes) -> h11.Response:
+    return h11.Response(
+        status_code=status,
+        headers=[(b"content-type", ctype), (b"content-length", str(len(payload)).encode())],
+    )
+
+
+async def serve_webhook(
+    handler: Handler,
+    *,
+    host: str,
+    port: int,
+    ssl_context: ssl.SSLContext | None,
+    task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve ``handler`` on host:port (HTTPS with a context) until cancelled; reports the port."""
+    tcp = await anyio.create_tcp_listener(local_host=host, local_port=port)
+    bound = tcp.listeners[0].extra(anyio.abc.SocketAttribute.local_port)
+    listener: anyio.abc.Listener[Any] = (
+        TLSListener(tcp, ssl_context, standard_compatible=False) if ssl_context else tcp
+    )
+    async with listener:
+        task_status.started(bound)
+        await listener.serve(lambda stream: _connection(stream, handler))
+
+
+def server_ssl_context(cert: str | Path, key: str | Path) -> ssl.SSLContext:
+    """TLS 1.2+ serving ``cert``/``key``, HTTP/1.1 only (no h2 to negotiate)."""
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.load_cert_chain(str(cert), str(key))
+    ctx.set_alpn_protocols(["http/1.1"])
+    return ctx
+
+
+@dataclass(frozen=True)
+class CertPaths:
+    """A self-signed pair's files: ``ca.crt`` (the caBundle), ``tls.crt``, ``tls.key``."""
+
+    ca: Path
+    cert: Path
+    key: Path
+
+
+def ensure_self_signed(directory: Path, dns_names: list[str], *, days: int = 3650) -> CertPaths:
+    """A CA and a serving certificate for ``dns_names`` in ``directory`` (made once, then reused).
+
+    Needs the ``cryptography`` package (``pip install 'ownergc[webhook]'``).
+    """
+    paths = CertPaths(directory / "ca.crt", directory / "tls.crt", directory / "tls.key")
+    if paths.ca.exists() and paths.cert.exists() and paths.key.exists():
+        return paths
+    try:
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+    except ImportError as exc:
+        raise RuntimeError(
+            "making a self-signed certificate needs the cryptography package: "
+            "pip install 'ownergc[webhook]' (or pass --tls-cert/--tls-key)"
+        ) from exc
+    now = datetime.datetime.now(datetime.timezone.utc)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "ownergc-webhook-ca")])
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(hours=1))
+        .not_valid_after(now + datetime.timedelta(days=days))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    sans: list[x509.GeneralName] = []
+    for name in dns_names:
+        try:
+            sans.append(x509.IPAddress(ipaddress.ip_address(name)))
+        except ValueError:
+            sans.append(x509.DNSName(name))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, dns_names[0])]))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(hours=1))
+        .not_valid_after(now + datetime.timedelta(days=days))
+        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
+    directory.mkdir(parents=True, exist_ok=True)
+    paths.ca.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    paths.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    paths.key.touch(mode=0o600)
+    paths.key.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return paths
