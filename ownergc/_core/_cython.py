@@ -20,3 +20,9 @@ def cclass(cls: _T) -> _T:
 def no_gc(cls: _T) -> _T:
     """Compiled: instances are not tracked by the interpreter's cyclic garbage collector."""
     return cls
+
+
+def cast(kind: type[_T], value: object) -> _T:
+    """Compiled: a C-level cast, no check. Here: the value itself (it is a ``kind``)."""
+    assert isinstance(value, kind)
+    return value

@@ -1,0 +1,14 @@
+# Declarations for the compiled build (docs/performance.md, "The compiled core"):
+# the builder as an extension type, and Node's fields read directly (cimported).
+# graph_builder.py stays the reference.
+from ownergc._core.graph cimport Node
+
+cdef class GraphBuilder:
+    cdef dict _graph
+    cdef dict _namespaces
+    cdef dict _ref_cache
+    cdef public object absent_owner_cache
+    cdef public object attempt_to_delete
+    cdef public object attempt_to_delete_rate_limited
+    cdef public object attempt_to_orphan
+    cdef public object events
