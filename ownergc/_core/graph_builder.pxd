@@ -12,3 +12,9 @@ cdef class GraphBuilder:
     cdef public object attempt_to_delete_rate_limited
     cdef public object attempt_to_orphan
     cdef public object events
+
+    cdef tuple _parse_owner_references(self, object raw)
+    cdef tuple _parsed(self, object entry)
+    cdef Node _observe(self, Node node, object observed)
+    cdef _add_dependent_to_owners(self, Node node, object owners)
+    cdef _remove_node(self, Node node, tuple key)

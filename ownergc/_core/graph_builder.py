@@ -385,6 +385,9 @@ class GraphBuilder:
 
     # -- informer events -------------------------------------------------
 
+    @cython.locals(
+        plain=dict, meta=dict, entry=dict, hit=tuple, node=Node, owner=Node, graph=dict
+    )
     def process_upsert(
         self,
         obj: Mapping[str, Any],
@@ -399,10 +402,14 @@ class GraphBuilder:
         finalizers), so monitors need not keep object bodies and a replayed
         event (relist) does not restart an orphan or foreground deletion.
         """
-        try:
-            raw_meta = obj.get("metadata")
-        except AttributeError:
-            raise InvalidObject(f"{kind} object must be a JSON object, got {obj!r}") from None
+        if type(obj) is dict:  # what decoders hand over (compiled: a direct dict call)
+            plain = obj
+            raw_meta = plain.get("metadata")
+        else:
+            try:
+                raw_meta = obj.get("metadata")
+            except AttributeError:
+                raise InvalidObject(f"{kind} object must be a JSON object, got {obj!r}") from None
         meta: dict[str, Any]
         if type(raw_meta) is dict:
             meta = raw_meta
@@ -422,8 +429,9 @@ class GraphBuilder:
         else:
             if type(raw_refs) is list and len(raw_refs) == 1:
                 # _parsed's cache hit, inlined for the common single entry (a sibling's)
-                entry = raw_refs[0]
-                if type(entry) is dict:
+                first = raw_refs[0]
+                if type(first) is dict:
+                    entry = first
                     hit = self._ref_cache.get(entry.get("uid"))  # type: ignore[arg-type]
                     if hit is not None and not (
                         entry == hit[0]
@@ -450,7 +458,7 @@ class GraphBuilder:
         rv = meta.get("resourceVersion")
 
         graph = self._graph
-        node: Node | None = graph.get(uid)
+        node = graph.get(uid)
         if node is None and old_obj is FROM_GRAPH and not being_deleted:
             # The common case, an object first seen alive: no transition to check
             # (new_node, inlined).
@@ -473,7 +481,7 @@ class GraphBuilder:
                     # _add_dependent_to_owners, inlined for one owner already observed in
                     # this namespace under these coordinates and not deleting dependents
                     # (nothing to flag or enqueue: the set just gains the node).
-                    owner: Node | None = graph.get(hit[5])
+                    owner = graph.get(hit[5])
                     if (
                         owner is not None
                         and owner.namespace == namespace
@@ -484,7 +492,7 @@ class GraphBuilder:
                     ):
                         deps = owner.dependents
                         if type(deps) is set:
-                            deps.add(node)
+                            cython.cast(set, deps).add(node)
                         else:
                             owner.dependents = {node}
                         return node
