@@ -503,6 +503,45 @@ class GraphBuilder:
             finalizers, rv,
         )  # fmt: skip
 
+    def process_list(
+        self, objs: Iterable[Mapping[str, Any]], api_version: str, kind: str
+    ) -> tuple[set[str], list[tuple[Mapping[str, Any], Exception]]]:
+        """A list result (a monitor's first list or a relist), applied in one call.
+
+        Each object is upserted as ``process_upsert(obj, api_version, kind)``
+        would, in order, into the same outboxes. Returns the uids listed (to
+        find what vanished, see :meth:`vanished`) and the objects refused
+        with their errors (an object refused does not stop the list, as a
+        monitor logs and goes on).
+        """
+        seen: set[str] = set()
+        refused: list[tuple[Mapping[str, Any], Exception]] = []
+        upsert = self.process_upsert
+        for obj in objs:
+            try:
+                seen.add(upsert(obj, api_version, kind).uid)
+            except Exception as exc:
+                refused.append((obj, exc))
+                try:
+                    uid = metadata_of(obj).get("uid")
+                except InvalidObject:
+                    uid = None
+                if isinstance(uid, str):
+                    seen.add(uid)
+        return seen, refused
+
+    def vanished(self, api_version: str, kind: str, seen: set[str]) -> list[ObjectReference]:
+        """Observed nodes of this resource whose uid a list did not show (``seen``): the
+        objects deleted while no watch ran, in graph order (the informer's relist diff)."""
+        return [
+            node.identity
+            for node in self._graph.values()
+            if node.kind == kind
+            and node.api_version == api_version
+            and not node.virtual
+            and node.uid not in seen
+        ]
+
     def _upsert_known(
         self,
         node: Node | None,

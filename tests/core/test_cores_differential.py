@@ -145,7 +145,7 @@ def _random_object(rng: random.Random, uid: str) -> dict[str, Any]:
 
 def _stream(seed: int, length: int) -> list[tuple[Any, ...]]:
     """Steps: ("upsert", obj, apiVersion, kind, old), ("delete", ...), ("virtual", identity),
-    ("drain",). The same list drives both cores.
+    ("list", objs, apiVersion, kind), ("drain",). The same list drives both cores.
 
     As on a real server a uid is never reused: once deleted (or verified absent)
     it gets no more upserts, though references may still name it.
@@ -173,7 +173,13 @@ def _stream(seed: int, length: int) -> list[tuple[Any, ...]]:
                 obj = {**obj, "metadata": {**obj["metadata"], "name": _name(rng, uid)}}
             steps.append(("delete", obj, api_version, kind))
             alive.remove(uid)
-        elif roll < 0.9:
+        elif roll < 0.8:
+            listed = rng.sample(alive, rng.randrange(0, min(len(alive), 6) + 1))
+            objs = [_random_object(rng, u) for u in listed]
+            seen.update(zip(listed, objs, strict=True))
+            steps.append(("list", objs, api_version, kind))
+            continue
+        elif roll < 0.92:
             ns = rng.choice(NAMESPACES)
             steps.append(("virtual", ObjectReference(api_version, kind, _name(rng, uid), uid, ns)))
             alive.remove(uid)
@@ -240,6 +246,14 @@ def _apply(module: ModuleType, builder: Any, step: tuple[Any, ...]) -> Any:
             return builder.process_delete(*step[1:])
         if step[0] == "virtual":
             return builder.process_virtual_delete(step[1])
+        if step[0] == "list":
+            _, objs, api_version, kind = step
+            listed, refused = builder.process_list(objs, api_version, kind)
+            return (
+                sorted(listed),
+                [(id(o), type(exc), str(exc)) for o, exc in refused],
+                builder.vanished(api_version, kind, listed),
+            )
         return tuple(Counter(_node(n) for n in box) for box in builder.drain()[:3])
     except Exception as exc:
         return ("raised", type(exc), str(exc))
