@@ -10,12 +10,17 @@ objects up front (as a watch decoder would hand them over), then times:
 * DELETED events for the owners, which enqueue every dependent for
   attemptToDelete.
 
+The same events are also applied to a bare ``GraphBuilder`` (``builder_*``:
+``process_upsert`` / ``process_delete`` and a ``drain`` per delete, no
+controller, no work queues), which is what the graph core itself costs.
+
 Memory: tracemalloc measures what the graph and the queues hold after the
 adds (event bodies are not retained by the controller and are excluded).
 
 Run: ``python benchmarks/graph.py [--shapes 1000x10,10000x10,1x100000] [--repeat 3]``.
 Prints one JSON object per line per shape; ``core`` says which graph core ran
-(``pure``, or ``compiled`` after ``OWNERGC_COMPILE=1 pip install -e .``).
+(``compiled``, what ``pip install .`` builds when a C compiler is present, or
+``pure``, with ``OWNERGC_PURE=1``).
 """
 
 from __future__ import annotations
@@ -206,6 +211,34 @@ class GCTimer:
         }
 
 
+def builder_alone(
+    owner_objs: list[dict[str, Any]], dep_objs: list[dict[str, Any]], repeat: int
+) -> tuple[float, float]:
+    """Best add and delete events/s of a bare GraphBuilder on the same bodies."""
+    best_add = best_del = 0.0
+    n_objects = len(owner_objs) + len(dep_objs)
+    for _ in range(repeat):
+        b = GraphBuilder()
+        upsert = b.process_upsert
+        t0 = time.perf_counter()
+        for o in owner_objs:
+            upsert(o, "apps/v1", "ReplicaSet")
+        for o in dep_objs:
+            upsert(o, "v1", "Pod")
+        t1 = time.perf_counter()
+        delete, drain = b.process_delete, b.drain
+        for o in owner_objs:
+            delete(o, "apps/v1", "ReplicaSet")
+            drain()
+        t2 = time.perf_counter()
+        assert len(b.uid_to_node) == len(dep_objs)
+        best_add = max(best_add, n_objects / (t1 - t0))
+        best_del = max(best_del, len(owner_objs) / (t2 - t1))
+        del b
+        gc.collect()
+    return best_add, best_del
+
+
 async def run_shape(
     owners: int, per_owner: int, repeat: int, time_gc: bool = False
 ) -> dict[str, Any]:
@@ -239,6 +272,7 @@ async def run_shape(
         best_del = max(best_del, owners / (t3 - t2))
         del h
         gc.collect()
+    alone_add, alone_del = builder_alone(owner_objs, dep_objs, repeat)
     del owner_objs, dep_objs, owner_adds, dep_adds, owner_deletes
     gc.unfreeze()
     gc.collect()
@@ -251,6 +285,8 @@ async def run_shape(
         "delete_events_per_s": round(best_del),
         "dependents_enqueued_per_s": round(best_del * per_owner),
         "bytes_per_object": round(bytes_per_object),
+        "builder_add_events_per_s": round(alone_add),
+        "builder_delete_events_per_s": round(alone_del),
         **({"gc_in_best_add": gc_of_best} if time_gc else {}),
     }
 
