@@ -386,7 +386,7 @@ class GraphBuilder:
     # -- informer events -------------------------------------------------
 
     @cython.locals(
-        plain=dict, meta=dict, entry=dict, hit=tuple, node=Node, owner=Node, graph=dict
+        plain=dict, meta=dict, entry=dict, hit=tuple, node=Node, owner=Node, graph=dict, grown=set
     )
     def process_upsert(
         self,
@@ -492,7 +492,8 @@ class GraphBuilder:
                     ):
                         deps = owner.dependents
                         if type(deps) is set:
-                            cython.cast(set, deps).add(node)
+                            grown = deps  # (compiled: a set, so a direct PySet_Add)
+                            grown.add(node)
                         else:
                             owner.dependents = {node}
                         return node
