@@ -10,12 +10,19 @@ objects up front (as a watch decoder would hand them over), then times:
 * DELETED events for the owners, which enqueue every dependent for
   attemptToDelete.
 
+The same events are also applied to a bare ``GraphBuilder`` (``builder_*``:
+``process_upsert`` / ``process_delete`` and a ``drain`` per delete, no
+controller, no work queues), which is what the graph core itself costs.
+
 Memory: tracemalloc measures what the graph and the queues hold after the
 adds (event bodies are not retained by the controller and are excluded).
 
-Run: ``python benchmarks/graph.py [--shapes 1000x10,10000x10,1x100000] [--repeat 3]``.
+Run: ``python benchmarks/graph.py [--shapes 1000x10,10000x10,1x100000] [--repeat 3] [--cpu]``
+(``--cpu`` times with the process's CPU time instead of the wall clock: steadier
+on a machine other work is loading).
 Prints one JSON object per line per shape; ``core`` says which graph core ran
-(``pure``, or ``compiled`` after ``OWNERGC_COMPILE=1 pip install -e .``).
+(``compiled``, what ``pip install .`` builds when a C compiler is present, or
+``pure``, with ``OWNERGC_PURE=1``).
 """
 
 from __future__ import annotations
@@ -148,6 +155,9 @@ class Harness:
             tg.cancel_scope.cancel()
 
 
+#: The timer: the wall clock, or the process's CPU time with ``--cpu``.
+clock = time.perf_counter
+
 VERBS = ("create", "delete", "get", "list", "patch", "update", "watch")
 #: Events delivered per watch read (a chunk of a watch stream).
 BATCH = 1000
@@ -187,10 +197,10 @@ class GCTimer:
 
     def __call__(self, phase: str, info: dict[str, int]) -> None:
         if phase == "start":
-            self._started = time.perf_counter()
+            self._started = clock()
         else:
             self.count[info["generation"]] += 1
-            self.seconds[info["generation"]] += time.perf_counter() - self._started
+            self.seconds[info["generation"]] += clock() - self._started
 
     def __enter__(self) -> GCTimer:
         gc.callbacks.append(self)
@@ -204,6 +214,34 @@ class GCTimer:
             "collections": self.count,
             "gc_ms": [round(s * 1e3, 1) for s in self.seconds],
         }
+
+
+def builder_alone(
+    owner_objs: list[dict[str, Any]], dep_objs: list[dict[str, Any]], repeat: int
+) -> tuple[float, float]:
+    """Best add and delete events/s of a bare GraphBuilder on the same bodies."""
+    best_add = best_del = 0.0
+    n_objects = len(owner_objs) + len(dep_objs)
+    for _ in range(repeat):
+        b = GraphBuilder()
+        upsert = b.process_upsert
+        t0 = clock()
+        for o in owner_objs:
+            upsert(o, "apps/v1", "ReplicaSet")
+        for o in dep_objs:
+            upsert(o, "v1", "Pod")
+        t1 = clock()
+        delete, drain = b.process_delete, b.drain
+        for o in owner_objs:
+            delete(o, "apps/v1", "ReplicaSet")
+            drain()
+        t2 = clock()
+        assert len(b.uid_to_node) == len(dep_objs)
+        best_add = max(best_add, n_objects / (t1 - t0))
+        best_del = max(best_del, len(owner_objs) / (t2 - t1))
+        del b
+        gc.collect()
+    return best_add, best_del
 
 
 async def run_shape(
@@ -224,21 +262,22 @@ async def run_shape(
     for _ in range(repeat):
         h = Harness()
         with GCTimer() as timer:
-            t0 = time.perf_counter()
+            t0 = clock()
             await h.feed(owner_adds, "apps/v1", "ReplicaSet")
             await h.feed(dep_adds, "v1", "Pod")
-            t1 = time.perf_counter()
+            t1 = clock()
         if n_objects / (t1 - t0) > best_add:
             gc_of_best = {"add_ms": round((t1 - t0) * 1e3, 1), **timer.report()}
         assert len(h.builder.uid_to_node) == n_objects
-        t2 = time.perf_counter()
+        t2 = clock()
         await h.feed(owner_deletes, "apps/v1", "ReplicaSet")
-        t3 = time.perf_counter()
+        t3 = clock()
         assert len(h.to_delete) == len(dep_objs)
         best_add = max(best_add, n_objects / (t1 - t0))
         best_del = max(best_del, owners / (t3 - t2))
         del h
         gc.collect()
+    alone_add, alone_del = builder_alone(owner_objs, dep_objs, repeat)
     del owner_objs, dep_objs, owner_adds, dep_adds, owner_deletes
     gc.unfreeze()
     gc.collect()
@@ -251,6 +290,8 @@ async def run_shape(
         "delete_events_per_s": round(best_del),
         "dependents_enqueued_per_s": round(best_del * per_owner),
         "bytes_per_object": round(bytes_per_object),
+        "builder_add_events_per_s": round(alone_add),
+        "builder_delete_events_per_s": round(alone_del),
         **({"gc_in_best_add": gc_of_best} if time_gc else {}),
     }
 
@@ -265,7 +306,15 @@ def main() -> None:
         help="also report the cyclic GC's collections per generation and their time "
         "during the best add phase",
     )
+    parser.add_argument(
+        "--cpu",
+        action="store_true",
+        help="time with the process's CPU time (time.process_time), not the wall clock",
+    )
     args = parser.parse_args()
+    if args.cpu:
+        global clock
+        clock = time.process_time
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
 
     async def go() -> None:

@@ -7,9 +7,11 @@ nothing, so the pure-Python modules stay the reference.
 
 from __future__ import annotations
 
-from typing import TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 _T = TypeVar("_T")
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def cclass(cls: _T) -> _T:
@@ -20,3 +22,18 @@ def cclass(cls: _T) -> _T:
 def no_gc(cls: _T) -> _T:
     """Compiled: instances are not tracked by the interpreter's cyclic garbage collector."""
     return cls
+
+
+def cast(kind: type[_T], value: object) -> _T:
+    """Compiled: a C-level cast, no check. Here: the value itself (it is a ``kind``)."""
+    assert isinstance(value, kind)
+    return value
+
+
+def locals(**types: object) -> Callable[[_F], _F]:
+    """Compiled: C types for the function's local variables."""
+
+    def keep(function: _F) -> _F:
+        return function
+
+    return keep

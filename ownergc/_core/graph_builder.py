@@ -34,9 +34,9 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ownergc._core.graph import Node, UIDToNode, new_node
+from ownergc._core.graph import NO_DEPENDENTS, Node, UIDToNode, new_identity, new_node
 from ownergc._core.refs import (
     FINALIZER_DELETE_DEPENDENTS,
     FINALIZER_ORPHAN_DEPENDENTS,
@@ -45,6 +45,14 @@ from ownergc._core.refs import (
     metadata_of,
 )
 from ownergc.errors import InvalidObject, InvalidOwnerReference
+
+if TYPE_CHECKING:
+    from ownergc._core import _cython as cython
+else:
+    try:
+        import cython  # compiled: the compiler's directives; else Cython's shadow module
+    except ImportError:
+        from ownergc._core import _cython as cython
 
 __all__ = [
     "AbsentOwnerCache",
@@ -62,8 +70,27 @@ _NO_OWNERS: tuple[OwnerReference, ...] = ()
 #: Parsed owner references kept for reuse by siblings (cleared when full).
 _REF_CACHE_SIZE = 65536
 #: (the entry first seen for an owner uid, its parse, that parse alone in a tuple,
-#: and the parse's ``controller`` and ``block_owner_deletion``)
-_ParsedRef = tuple[dict[str, Any], OwnerReference, tuple[OwnerReference], bool | None, bool | None]
+#: the parse's ``controller`` and ``block_owner_deletion``, then its uid, name, kind
+#: and apiVersion, which a sibling's add compares with its owner's without reading
+#: the reference's attributes)
+_ParsedRef = tuple[
+    dict[str, Any],
+    OwnerReference,
+    tuple[OwnerReference],
+    bool | None,
+    bool | None,
+    str,
+    str,
+    str,
+    str,
+]
+#: An identity as the absent-owner cache keys it: (apiVersion, kind, name, uid,
+#: namespace), a plain tuple, hashed in C (an ObjectReference hashes in Python).
+_IdentityKey = tuple[str, str, str, str, str | None]
+
+
+def _key(identity: ObjectReference) -> _IdentityKey:
+    return (identity.api_version, identity.kind, identity.name, identity.uid, identity.namespace)
 
 
 class _FromGraph:
@@ -165,7 +192,9 @@ class AbsentOwnerCache:
 
     Keyed by the full identity (coordinates + namespace), so a reference with
     the same UID but another kind or name is a different key. ``has``
-    promotes the entry, as upstream's lookup does.
+    promotes the entry, as upstream's lookup does. Entries are kept as plain
+    tuples of the identity's fields (see :data:`_IdentityKey`): the builder
+    adds one for every removed owner, and a tuple hashes without a Python call.
     """
 
     __slots__ = ("_entries", "max_size")
@@ -174,31 +203,35 @@ class AbsentOwnerCache:
         if max_size < 1:
             raise ValueError("absent owner cache size must be positive")
         self.max_size = max_size
-        self._entries: OrderedDict[ObjectReference, None] = OrderedDict()
+        self._entries: OrderedDict[_IdentityKey, None] = OrderedDict()
 
     def add(self, identity: ObjectReference) -> None:
+        self._add_key(_key(identity))
+
+    def _add_key(self, key: _IdentityKey) -> None:
         entries = self._entries
-        if identity in entries:
-            entries.move_to_end(identity)
+        if key in entries:
+            entries.move_to_end(key)
             return
-        entries[identity] = None
+        entries[key] = None
         if len(entries) > self.max_size:
             entries.popitem(last=False)
 
     def has(self, identity: ObjectReference) -> bool:
-        if identity in self._entries:
-            self._entries.move_to_end(identity)
+        key = _key(identity)
+        if key in self._entries:
+            self._entries.move_to_end(key)
             return True
         return False
 
     def __contains__(self, identity: object) -> bool:
-        return identity in self._entries
+        return type(identity) is ObjectReference and _key(identity) in self._entries
 
     def __len__(self) -> int:
         return len(self._entries)
 
     def __iter__(self) -> Any:
-        return iter(list(self._entries))
+        return iter([ObjectReference(*key) for key in self._entries])
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,15 +335,21 @@ def get_alternate_owner_identity(
     return ordered[0]
 
 
+@cython.cclass
 class GraphBuilder:
     """Applies watch events to the graph, one at a time, and says what to do next.
 
     ``process(...)`` mutates :attr:`uid_to_node` and :attr:`absent_owner_cache`
     and appends to the outboxes; the caller drains them (``drain``) into its
     work queues. Nothing here blocks, sleeps or talks to a server.
+
+    Compiled (docs/performance.md), the builder is an extension type whose
+    fields ``graph_builder.pxd`` declares, so its methods reach the graph, the
+    caches and each node's fields without an attribute lookup.
     """
 
     __slots__ = (
+        "_graph",
         "_namespaces",
         "_ref_cache",
         "absent_owner_cache",
@@ -318,21 +357,37 @@ class GraphBuilder:
         "attempt_to_delete_rate_limited",
         "attempt_to_orphan",
         "events",
-        "uid_to_node",
     )
 
+    absent_owner_cache: AbsentOwnerCache
+    attempt_to_delete: list[Node]
+    attempt_to_delete_rate_limited: list[Node]
+    attempt_to_orphan: list[Node]
+    events: list[InvalidNamespaceEvent]
+
     def __init__(self, absent_owner_cache_size: int = 500) -> None:
-        self.uid_to_node = UIDToNode()
+        graph = UIDToNode()
+        # the graph, read as a plain dict (compiled: direct dict calls; UIDToNode
+        # overrides no dict method)
+        self._graph = cython.cast(dict, graph)
         self.absent_owner_cache = AbsentOwnerCache(absent_owner_cache_size)
         self._ref_cache: dict[str, _ParsedRef] = {}
         self._namespaces: dict[str, str] = {}
-        self.attempt_to_delete: list[Node] = []
-        self.attempt_to_delete_rate_limited: list[Node] = []
-        self.attempt_to_orphan: list[Node] = []
-        self.events: list[InvalidNamespaceEvent] = []
+        self.attempt_to_delete = []
+        self.attempt_to_delete_rate_limited = []
+        self.attempt_to_orphan = []
+        self.events = []
+
+    @property
+    def uid_to_node(self) -> UIDToNode:
+        """The graph (read-only: the builder is its only writer)."""
+        return self._graph  # type: ignore[return-value]
 
     # -- informer events -------------------------------------------------
 
+    @cython.locals(
+        plain=dict, meta=dict, entry=dict, hit=tuple, node=Node, owner=Node, graph=dict, grown=set
+    )
     def process_upsert(
         self,
         obj: Mapping[str, Any],
@@ -347,10 +402,14 @@ class GraphBuilder:
         finalizers), so monitors need not keep object bodies and a replayed
         event (relist) does not restart an orphan or foreground deletion.
         """
-        try:
-            raw_meta = obj.get("metadata")
-        except AttributeError:
-            raise InvalidObject(f"{kind} object must be a JSON object, got {obj!r}") from None
+        if type(obj) is dict:  # what decoders hand over (compiled: a direct dict call)
+            plain = obj
+            raw_meta = plain.get("metadata")
+        else:
+            try:
+                raw_meta = obj.get("metadata")
+            except AttributeError:
+                raise InvalidObject(f"{kind} object must be a JSON object, got {obj!r}") from None
         meta: dict[str, Any]
         if type(raw_meta) is dict:
             meta = raw_meta
@@ -364,21 +423,23 @@ class GraphBuilder:
             raise InvalidObject(f"{kind} object without usable metadata.uid/name: {dict(meta)!r}")
         raw_refs = meta.get("ownerReferences")
         owners: tuple[OwnerReference, ...]
+        hit: _ParsedRef | None = None
         if raw_refs is None:
             owners = _NO_OWNERS
-        elif (
-            # _parsed's cache hit, inlined for the common single entry (a sibling's)
-            type(raw_refs) is list
-            and len(raw_refs) == 1
-            and type(entry := raw_refs[0]) is dict
-            and (hit := self._ref_cache.get(entry.get("uid"))) is not None  # type: ignore[arg-type]
-            and entry == hit[0]
-            and entry.get("controller") is hit[3]
-            and entry.get("blockOwnerDeletion") is hit[4]
-        ):
-            owners = hit[2]
         else:
-            owners = self._parse_owner_references(raw_refs)
+            if type(raw_refs) is list and len(raw_refs) == 1:
+                # _parsed's cache hit, inlined for the common single entry (a sibling's)
+                first = raw_refs[0]
+                if type(first) is dict:
+                    entry = first
+                    hit = self._ref_cache.get(entry.get("uid"))  # type: ignore[arg-type]
+                    if hit is not None and not (
+                        entry == hit[0]
+                        and entry.get("controller") is hit[3]
+                        and entry.get("blockOwnerDeletion") is hit[4]
+                    ):
+                        hit = None
+            owners = hit[2] if hit is not None else self._parse_owner_references(raw_refs)
         namespace = meta.get("namespace") or None
         if namespace is not None:
             if type(namespace) is not str:
@@ -396,37 +457,109 @@ class GraphBuilder:
             finalizers = ()
         rv = meta.get("resourceVersion")
 
-        graph = self.uid_to_node
+        graph = self._graph
         node = graph.get(uid)
         if node is None and old_obj is FROM_GRAPH and not being_deleted:
-            # The common case, an object first seen alive: no transition to check.
-            node = new_node(
-                api_version, kind, name, uid, namespace, owners, False, False, rv, finalizers
-            )
+            # The common case, an object first seen alive: no transition to check
+            # (new_node, inlined).
+            node = Node.__new__(Node)
+            node.owners = owners
+            node.dependents = NO_DEPENDENTS
+            node.being_deleted = False
+            node.deleting_dependents = False
+            node.virtual = False
+            node.resource_version = rv
+            node.finalizers = finalizers
+            node.api_version = api_version
+            node.kind = kind
+            node.name = name
+            node.uid = uid
+            node.namespace = namespace
             graph[uid] = node
             if owners:
-                if len(owners) == 1:
+                if hit is not None:
                     # _add_dependent_to_owners, inlined for one owner already observed in
                     # this namespace under these coordinates and not deleting dependents
                     # (nothing to flag or enqueue: the set just gains the node).
-                    ref = owners[0]
-                    owner = graph.get(ref.uid)
+                    owner = graph.get(hit[5])
                     if (
                         owner is not None
                         and owner.namespace == namespace
                         and not owner.deleting_dependents
-                        and ref.name == owner.name
-                        and ref.kind == owner.kind
-                        and ref.api_version == owner.api_version
+                        and hit[6] == owner.name
+                        and hit[7] == owner.kind
+                        and hit[8] == owner.api_version
                     ):
                         deps = owner.dependents
                         if type(deps) is set:
-                            deps.add(node)
+                            grown = deps  # (compiled: a set, so a direct PySet_Add)
+                            grown.add(node)
                         else:
                             owner.dependents = {node}
                         return node
                 self._add_dependent_to_owners(node, owners)
             return node
+        return self._upsert_known(
+            node, old_obj, api_version, kind, name, uid, namespace, owners, being_deleted,
+            finalizers, rv,
+        )  # fmt: skip
+
+    def process_list(
+        self, objs: Iterable[Mapping[str, Any]], api_version: str, kind: str
+    ) -> tuple[set[str], list[tuple[Mapping[str, Any], Exception]]]:
+        """A list result (a monitor's first list or a relist), applied in one call.
+
+        Each object is upserted as ``process_upsert(obj, api_version, kind)``
+        would, in order, into the same outboxes. Returns the uids listed (to
+        find what vanished, see :meth:`vanished`) and the objects refused
+        with their errors (an object refused does not stop the list, as a
+        monitor logs and goes on).
+        """
+        seen: set[str] = set()
+        refused: list[tuple[Mapping[str, Any], Exception]] = []
+        upsert = self.process_upsert
+        for obj in objs:
+            try:
+                seen.add(upsert(obj, api_version, kind).uid)
+            except Exception as exc:
+                refused.append((obj, exc))
+                try:
+                    uid = metadata_of(obj).get("uid")
+                except InvalidObject:
+                    uid = None
+                if isinstance(uid, str):
+                    seen.add(uid)
+        return seen, refused
+
+    def vanished(self, api_version: str, kind: str, seen: set[str]) -> list[ObjectReference]:
+        """Observed nodes of this resource whose uid a list did not show (``seen``): the
+        objects deleted while no watch ran, in graph order (the informer's relist diff)."""
+        return [
+            node.identity
+            for node in self._graph.values()
+            if node.kind == kind
+            and node.api_version == api_version
+            and not node.virtual
+            and node.uid not in seen
+        ]
+
+    def _upsert_known(
+        self,
+        node: Node | None,
+        old_obj: Mapping[str, Any] | _FromGraph | None,
+        api_version: str,
+        kind: str,
+        name: str,
+        uid: str,
+        namespace: str | None,
+        owners: tuple[OwnerReference, ...],
+        being_deleted: bool,
+        finalizers: tuple[str, ...],
+        rv: Any,
+    ) -> Node:
+        """``process_upsert`` past its common case: an update, a deleting object, an
+        explicit previous state, or the first event of a virtual node."""
+        graph = self._graph
         old_state: tuple[bool, Any] | None
         if old_obj is FROM_GRAPH:
             old_state = (
@@ -465,7 +598,7 @@ class GraphBuilder:
                     if diff.added:
                         self._add_dependent_to_owners(node, diff.added)
                     for ref in diff.removed:
-                        owner = graph.get(ref.uid)
+                        owner: Node | None = graph.get(ref.uid)
                         if owner is not None:
                             owner.remove_dependent(node)
                 # else: only the order or a duplicate changed; Kubernetes keeps the stored
@@ -492,52 +625,81 @@ class GraphBuilder:
                 f"metadata.ownerReferences must be a list, got {type(raw).__name__}"
             )
         if len(raw) == 1:
-            return self._parsed(raw[0])[1]
-        return tuple(self._parsed(entry)[0] for entry in raw)
+            return self._parsed(raw[0])[2]
+        return tuple([self._parsed(entry)[1] for entry in raw])
 
-    def _parsed(self, entry: Any) -> tuple[OwnerReference, tuple[OwnerReference]]:
+    def _parsed(self, entry: Any) -> _ParsedRef:
         cache = self._ref_cache
+        hit: _ParsedRef | None
         if type(entry) is dict:
             hit = cache.get(entry.get("uid"))  # type: ignore[arg-type]
-            if hit is not None:
-                seen, ref, alone, controller, block = hit
-                if (
-                    entry == seen
-                    # == takes True for 1; the parse would not (booleans only).
-                    and entry.get("controller") is controller
-                    and entry.get("blockOwnerDeletion") is block
-                ):
-                    return ref, alone
+            if (
+                hit is not None
+                and entry == hit[0]
+                # == takes True for 1; the parse would not (booleans only).
+                and entry.get("controller") is hit[3]
+                and entry.get("blockOwnerDeletion") is hit[4]
+            ):
+                return hit
         ref = OwnerReference.from_dict(entry)
         if len(cache) >= _REF_CACHE_SIZE:
             cache.clear()
-        alone = (ref,)
-        cache[ref.uid] = (dict(entry), ref, alone, ref.controller, ref.block_owner_deletion)
-        return ref, alone
+        hit = (
+            dict(entry),
+            ref,
+            (ref,),
+            ref.controller,
+            ref.block_owner_deletion,
+            ref.uid,
+            ref.name,
+            ref.kind,
+            ref.api_version,
+        )
+        cache[ref.uid] = hit
+        return hit
 
     def process_delete(self, obj: Mapping[str, Any], api_version: str, kind: str) -> None:
         """A Delete from a monitor (tombstones already unwrapped)."""
         meta = obj.get("metadata") if type(obj) is dict else None
         uid = meta.get("uid") if type(meta) is dict else None
-        if type(uid) is str and uid not in self.uid_to_node:
-            return  # nothing to do for an object the graph does not hold
+        if type(uid) is str:
+            node: Node | None = self._graph.get(uid)
+            if node is None:
+                return  # nothing to do for an object the graph does not hold
+            name = meta.get("name")  # type: ignore[union-attr]
+            namespace = meta.get("namespace") or None  # type: ignore[union-attr]
+            if (
+                not node.virtual
+                and type(name) is str
+                and name
+                and (namespace is None or type(namespace) is str)
+                and type(api_version) is str
+                and api_version
+                and type(kind) is str
+                and kind
+            ):
+                # ObjectReference.from_object's checks, passed: the identity is only
+                # needed as the absent-owner cache's key, and only if the node has
+                # dependents.
+                self._remove_node(node, (api_version, kind, name, uid, namespace))
+                return
         identity = ObjectReference.from_object(obj, api_version=api_version, kind=kind)
-        node = self.uid_to_node.get(identity.uid)
+        node = self._graph.get(identity.uid)
         if node is None:
             return
         if node.virtual:
             node = self._observe(node, identity)
-        self._remove_node(node, identity)
+        self._remove_node(node, _key(identity))
 
     def process_virtual_delete(self, identity: ObjectReference) -> None:
         """A delete worker verified that ``identity`` does not exist on the server."""
-        node = self.uid_to_node.get(identity.uid)
+        node: Node | None = self._graph.get(identity.uid)
         if node is None:
             return
         if node.virtual:
             matching, non_matching = partition_dependents(node.dependents, identity)
             if not non_matching:
-                self._remove_node(node, identity)
+                self._remove_node(node, _key(identity))
                 return
             if matching:
                 self.absent_owner_cache.add(identity)
@@ -546,7 +708,7 @@ class GraphBuilder:
                 alternate = get_alternate_owner_identity(node.dependents, identity)
                 if alternate is not None:
                     replacement = node.copy_with_identity(alternate)
-                    self.uid_to_node[identity.uid] = replacement
+                    self._graph[identity.uid] = replacement
                     self.attempt_to_delete_rate_limited.append(replacement)
             return
         if node.identity != identity:
@@ -555,7 +717,7 @@ class GraphBuilder:
                 self.absent_owner_cache.add(identity)
                 self.attempt_to_delete.extend(matching)
             return
-        self._remove_node(node, identity)
+        self._remove_node(node, _key(identity))
 
     def drain(
         self,
@@ -584,19 +746,20 @@ class GraphBuilder:
                     self.events.append(_invalid_namespace_event(dep, observed.uid))
                 self.attempt_to_delete.append(dep)
             node = node.copy_with_identity(observed)
-            self.uid_to_node[observed.uid] = node
+            self._graph[observed.uid] = node
         node.virtual = False
         return node
 
     def _add_dependent_to_owners(self, node: Node, owners: Iterable[OwnerReference]) -> None:
-        graph = self.uid_to_node
+        graph = self._graph
         ns = node.namespace
         flagged = late = False
+        owner: Node | None
         for ref in owners:
             owner = graph.get(ref.uid)
             if owner is None:
                 owner = Node(
-                    ObjectReference(ref.api_version, ref.kind, ref.name, ref.uid, ns),
+                    new_identity(ref.api_version, ref.kind, ref.name, ref.uid, ns),
                     virtual=True,
                 )
                 owner.dependents = {node}
@@ -638,7 +801,7 @@ class GraphBuilder:
         removed: list[OwnerReference],
         changed: list[tuple[OwnerReference, OwnerReference]],
     ) -> None:
-        graph = self.uid_to_node
+        graph = self._graph
         for ref in removed:
             if ref.block_owner_deletion is True:
                 owner = graph.get(ref.uid)
@@ -661,24 +824,33 @@ class GraphBuilder:
             self.attempt_to_delete.extend(node.dependents)
             self.attempt_to_delete.append(node)
 
-    def _remove_node(self, node: Node, identity: ObjectReference) -> None:
-        graph = self.uid_to_node
+    def _remove_node(self, node: Node, key: _IdentityKey) -> None:
+        """Remove ``node`` (identity ``key``, as the event or the verification saw it)."""
+        graph = self._graph
         uid = node.uid
         if graph.get(uid) is node:
             del graph[uid]
+        waiting: list[Node] | None = None  # owners deleting their dependents
+        owner: Node | None
         for ref in node.owners:
             owner = graph.get(ref.uid)
             if owner is not None:
-                owner.remove_dependent(node)
-        if node.dependents:
-            self.absent_owner_cache.add(identity)
-            self.attempt_to_delete.extend(node.dependents)
-        for ref in node.owners:
-            owner = graph.get(ref.uid)
-            if owner is not None and owner.deleting_dependents:
-                self.attempt_to_delete.append(owner)
-        if node in node.dependents:
-            # An object that owned itself: the one reference cycle a removal leaves
-            # (the owners above no longer hold it). Broken, so that a compiled node,
-            # which the cyclic GC does not track, is freed like any other.
-            node.remove_dependent(node)
+                deps = owner.dependents  # Node.remove_dependent, inlined
+                if type(deps) is set:
+                    deps.discard(node)
+                if owner.deleting_dependents:
+                    if waiting is None:
+                        waiting = [owner]
+                    else:
+                        waiting.append(owner)
+        dependents = node.dependents
+        if dependents:
+            self.absent_owner_cache._add_key(key)
+            self.attempt_to_delete.extend(dependents)
+            if node in dependents:
+                # An object that owned itself: the one reference cycle a removal leaves
+                # (the owners above no longer hold it). Broken, so that a compiled node,
+                # which the cyclic GC does not track, is freed like any other.
+                dependents.discard(node)  # type: ignore[union-attr]
+        if waiting is not None:
+            self.attempt_to_delete.extend(waiting)

@@ -1,7 +1,7 @@
-"""The optional compiled build of the graph core (setup.py, docs/performance.md).
+"""The compiled build of the graph core (setup.py, docs/performance.md).
 
-The same suite runs against the pure modules and, in .ci/run, against the
-compiled ones (``OWNERGC_COMPILE=1``). These tests say which build is under
+``pip install .`` compiles the core when it can; .ci/run runs the same suite on
+that build and on the pure modules (``OWNERGC_PURE=1``). These tests say which build is under
 test, and pin what the compiled build changes underneath: nodes the cyclic
 garbage collector does not track, which are freed by reference counting
 alone, so the builder must leave no reference cycle behind when it removes a
