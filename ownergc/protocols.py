@@ -143,8 +143,16 @@ class ObjectStore(Protocol):
         *,
         namespace: str | None = None,
         metadata_only: bool = True,
+        consistent: bool = True,
     ) -> ObjectList:
-        """Every object of ``resource`` (in ``namespace``, or all namespaces)."""
+        """Every object of ``resource`` (in ``namespace``, or all namespaces).
+
+        ``consistent=False`` allows a snapshot that may lag the newest state a
+        little (kube-apiserver's watch cache, ``resourceVersion=0``), never one
+        older than what this store already returned for the collection: the
+        controller's monitors ask for it, since every decision is confirmed by
+        a live read. Stores that have only one kind of list ignore it.
+        """
         ...
 
     def watch(

@@ -227,6 +227,7 @@ class InMemoryStore(StoreWrites):
         *,
         namespace: str | None = None,
         metadata_only: bool = True,
+        consistent: bool = True,  # always consistent here
     ) -> ObjectList:
         """All objects (sorted by namespace, name) and the store's current resourceVersion."""
         await anyio.lowlevel.checkpoint()
