@@ -144,7 +144,7 @@ def _graph_items(items: builtins.list[_GraphItem] | None) -> builtins.list[JSOND
     if not items:
         return []
     empty = _GraphMeta()
-    return [
+    out = [
         {
             "apiVersion": _PARTIAL_API_VERSION,
             "kind": _PARTIAL_KIND,
@@ -152,6 +152,8 @@ def _graph_items(items: builtins.list[_GraphItem] | None) -> builtins.list[JSOND
         }
         for item in items
     ]
+    items.clear()  # each struct goes as soon as nothing else holds it
+    return out
 
 
 def _too_large(exc: APIError) -> bool:
@@ -715,6 +717,7 @@ class KubeStore(AsyncResource):
         try:
             with _gc_paused():
                 page = _GRAPH_LIST_DECODER.decode(answer.body or b"{}")
+                del answer  # the body (tens of megabytes) goes before the dicts come
                 items = _graph_items(page.items)
         except (msgspec.DecodeError, ValueError) as exc:
             raise APIError(
