@@ -85,9 +85,10 @@ def objects(n: int) -> Iterator[dict[str, Any]]:
             }
 
 
-def controller(kubeconfig: Path, port: int, source: str | None) -> list[str]:
-    """``ownergc controller`` with its default client settings (as deployed)."""
-    del source  # chosen through PYTHONPATH
+def controller(kubeconfig: Path, port: int, unthrottled: bool = False) -> list[str]:
+    """``ownergc controller`` with its default client settings (as deployed), or
+    without the client's rate limit."""
+    limits = ["--qps", "1e9", "--burst", str(10**9)] if unthrottled else []
     return [
         sys.executable,
         "-m",
@@ -99,11 +100,17 @@ def controller(kubeconfig: Path, port: int, source: str | None) -> list[str]:
         str(port),
         "--bind-address",
         "127.0.0.1",
+        *limits,
     ]
 
 
 async def run_one(
-    kubeconfig: Path, source: str | None, timeout: float, server: Any, profile: str | None = None
+    kubeconfig: Path,
+    source: str | None,
+    timeout: float,
+    server: Any,
+    profile: str | None = None,
+    unthrottled: bool = False,
 ) -> Any:
     """One start of the collector, until /readyz; ``profile``: under py-spy into that
     file (its CPU and RSS figures are then py-spy's, not the collector's)."""
@@ -113,7 +120,7 @@ async def run_one(
         env["PYTHONPATH"] = source
     lists_before = server.request_count("list") if server is not None else 0
     start = time.perf_counter()
-    cmd = controller(kubeconfig, port, source)
+    cmd = controller(kubeconfig, port, unthrottled)
     if profile:
         cmd = ["py-spy", "record", "--rate", "250", "--format", "raw", "-o", profile, "--", *cmd]
     proc = await anyio.open_process(
@@ -341,7 +348,9 @@ async def main_async(args: argparse.Namespace) -> None:
                 await populate(kubeconfig, args.objects)
             for _ in range(args.rounds):
                 for source in sources:
-                    out = await run_one(kubeconfig, source, args.timeout, None)
+                    out = await run_one(
+                        kubeconfig, source, args.timeout, None, None, args.unthrottled
+                    )
                     print(json.dumps({"server": "kubeconfig", **out}), flush=True)
             return
         if args.server == "static":
@@ -353,7 +362,9 @@ async def main_async(args: argparse.Namespace) -> None:
                 base = {"server": "static", "objects": args.objects}
                 for _ in range(args.rounds):
                     for source in sources:
-                        out = await run_one(kubeconfig, source, args.timeout, static, args.profile)
+                        out = await run_one(
+                            kubeconfig, source, args.timeout, static, args.profile, args.unthrottled
+                        )
                         print(json.dumps({**base, **out}), flush=True)
                 tg.cancel_scope.cancel()
             return
@@ -372,7 +383,9 @@ async def main_async(args: argparse.Namespace) -> None:
             }
             for _ in range(args.rounds):
                 for source in sources:
-                    out = await run_one(kubeconfig, source, args.timeout, server)
+                    out = await run_one(
+                        kubeconfig, source, args.timeout, server, None, args.unthrottled
+                    )
                     print(json.dumps({**base, **out}), flush=True)
 
 
@@ -436,6 +449,9 @@ def main(argv: list[str] | None = None) -> None:
         dest="watch_list",
         action="store_false",
         help="static server: refuse sendInitialEvents (422), as a server without watch-list",
+    )
+    parser.add_argument(
+        "--unthrottled", action="store_true", help="the controller without its 40 QPS limit"
     )
     parser.add_argument("--profile", help="run the collector under py-spy, into this file")
     parser.add_argument("--kubeconfig", help="measure against this apiserver, not a facade")
