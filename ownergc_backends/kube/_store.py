@@ -636,10 +636,9 @@ class KubeStore(AsyncResource):
         try:
             return await self._list_pages(resource, path, watermark, metadata_only, "cache", graph)
         except (ResourceExpired, BadRequest, Invalid) as exc:
-            # The cache cannot serve that version (410, or too new for it), or
-            # something in between refuses the parameter: the reflector's fallback.
-            if not (isinstance(exc, ResourceExpired) or _too_large(exc)) and watermark != "0":
-                raise
+            # The cache cannot serve that version (410 Expired, also for a page's
+            # continue token), or a server refuses the parameter: the
+            # reflector's fallback.
             log.info("list %s from the cache refused (%s); listing consistently", path, exc)
             self._watermarks.pop(path, None)
             return await self._list_pages(resource, path, "", metadata_only, "consistent", graph)

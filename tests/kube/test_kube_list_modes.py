@@ -172,6 +172,23 @@ async def test_a_relist_the_cache_cannot_serve_falls_back_to_a_consistent_list(
     }
 
 
+async def test_a_server_rejecting_version_zero_gets_a_consistent_list() -> None:
+    def rule(method: str, path: str, query: dict[str, str]) -> bytes | None:
+        if query.get("resourceVersion") == "0":
+            return status_answer(400, "BadRequest", "resourceVersion: unsupported value")
+        return None
+
+    mem = InMemoryStore()
+    await populate(mem, owners=5)
+    async with behind(mem, rule) as proxy, await kube_behind(proxy) as kube:
+        listed = await kube.list(configmaps(mem), consistent=False)
+        assert kube.list_modes["consistent"] == 1 and not kube.list_modes["cache"]
+    lists = proxy.queries("/configmaps")
+    assert [q.get("resourceVersion") for q in lists] == ["0", None]
+    assert len(listed.items) == 25
+    assert all(set(o["metadata"]) == GRAPH_FIELDS for o in listed.items)
+
+
 async def _no_sleep(delay: float) -> None:
     await anyio.lowlevel.checkpoint()
 
