@@ -434,7 +434,7 @@ class _ListedStore:
     def __init__(self, items: dict[str, list[dict[str, Any]]]) -> None:
         self.items = items
 
-    async def list(self, resource: Any, *, metadata_only: bool = True) -> ObjectList:
+    async def list(self, resource: Any, *, metadata_only: bool = True, **_: Any) -> ObjectList:
         return ObjectList(items=self.items.pop(resource.kind), resource_version="1")
 
 

@@ -143,8 +143,19 @@ class ObjectStore(Protocol):
         *,
         namespace: str | None = None,
         metadata_only: bool = True,
+        consistent: bool = True,
     ) -> ObjectList:
-        """Every object of ``resource`` (in ``namespace``, or all namespaces)."""
+        """Every object of ``resource`` (in ``namespace``, or all namespaces).
+
+        ``consistent=False`` is a monitor's list: a snapshot that may lag the
+        newest state a little (kube-apiserver's watch cache,
+        ``resourceVersion=0``), never one older than what this store already
+        returned for the collection, whose metadata may hold only what a graph
+        reads (uid, name, namespace, resourceVersion, ownerReferences,
+        finalizers, deletionTimestamp; absent ones may be None). The
+        controller's monitors ask for it, since every decision is confirmed by
+        a live read. Stores that have only one kind of list ignore it.
+        """
         ...
 
     def watch(

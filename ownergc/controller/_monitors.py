@@ -251,7 +251,7 @@ class Monitors:
 
     async def _relist(self, mon: Monitor) -> None:
         res = mon.resource
-        listed = await self.store.list(res, metadata_only=True)
+        listed = await self.store.list(res, metadata_only=True, consistent=False)
         seen: set[str] = set()
         for obj in listed.items:
             uid = metadata_of(obj).get("uid")

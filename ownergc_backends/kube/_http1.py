@@ -126,6 +126,10 @@ class _Connection(asyncio.Protocol):
             self.abort()
             return
         if answer is not None:
+            # Free the answer's bytes now, not when the pooled connection is next
+            # used: a list from the watch cache is tens of megabytes.
+            self._buf = bytearray()
+            self._chunks = []
             waiter, self._waiter = self._waiter, None
             if not waiter.done():
                 waiter.set_result(answer)
@@ -224,7 +228,9 @@ class _Connection(asyncio.Protocol):
                 return None
             if len(buf) - self._body_start > self._length:
                 self._reuse = False  # bytes nobody asked for: do not trust this connection
-            body = bytes(buf[self._body_start : self._body_start + self._length])
+            # One copy, through a view (a bytearray slice would be a second one).
+            with memoryview(buf) as view:
+                body = bytes(view[self._body_start : self._body_start + self._length])
             return _answer(status, headers, body)
         if self._length == -2:
             return self._parse_chunks(status, headers)
@@ -245,7 +251,8 @@ class _Connection(asyncio.Protocol):
                 return _answer(status, headers, b"".join(self._chunks))
             if len(buf) < eol + 2 + size + 2:
                 return None
-            self._chunks.append(bytes(buf[eol + 2 : eol + 2 + size]))
+            with memoryview(buf) as view:
+                self._chunks.append(bytes(view[eol + 2 : eol + 2 + size]))
             pos = eol + 2 + size + 2
             self._chunk_pos = pos
 

@@ -329,6 +329,7 @@ class InMemoryStore:
         *,
         namespace: str | None = None,
         metadata_only: bool = True,
+        consistent: bool = True,  # always consistent here
     ) -> ObjectList:
         """All objects (sorted by namespace, name) and the store's current resourceVersion."""
         await anyio.lowlevel.checkpoint()

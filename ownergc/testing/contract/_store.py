@@ -238,6 +238,28 @@ class ObjectStoreContract:
         assert names <= {self._meta(o)["name"] for o in everywhere.items}
 
     @pytest.mark.anyio
+    async def test_a_list_that_may_lag_is_never_older_than_one_already_returned(
+        self, store: ObjectStore, configmaps: APIResource, namespace: str
+    ) -> None:
+        """``consistent=False`` (a watch cache may serve it) still shows every object
+        an earlier list showed, and its version can be watched from."""
+        first = self._meta(await self._configmap(store, configmaps, namespace))["name"]
+        current = await store.list(configmaps, namespace=namespace)
+        cached = await store.list(configmaps, namespace=namespace, consistent=False)
+        assert {self._meta(o)["name"] for o in current.items} <= {
+            self._meta(o)["name"] for o in cached.items
+        }
+        assert first in {self._meta(o)["name"] for o in cached.items}
+        obj = await self._configmap(store, configmaps, namespace)
+        stream, events = await self._events(
+            store, configmaps, namespace, cached.resource_version, 1
+        )
+        await self._close(stream)
+        assert [(e.type, self._meta(e.object)["name"]) for e in events] == [
+            ("ADDED", self._meta(obj)["name"])
+        ]
+
+    @pytest.mark.anyio
     async def test_watch_delivers_changes_after_the_version_in_order(
         self, store: ObjectStore, configmaps: APIResource, namespace: str
     ) -> None:

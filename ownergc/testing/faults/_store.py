@@ -340,9 +340,12 @@ class FaultyStore:
         *,
         namespace: str | None = None,
         metadata_only: bool = True,
+        consistent: bool = True,
     ) -> ObjectList:
         await self._read_fault("list", resource, namespace, None, str(resource), namespace)
-        listed = await self.inner.list(resource, namespace=namespace, metadata_only=metadata_only)
+        listed = await self.inner.list(
+            resource, namespace=namespace, metadata_only=metadata_only, consistent=consistent
+        )
         self._saw(listed.resource_version)
         return listed
 
