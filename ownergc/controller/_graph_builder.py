@@ -127,7 +127,8 @@ class DependencyGraphBuilder:
 
     def enqueue_virtual_delete(self, identity: ObjectReference) -> None:
         """A live read found ``identity`` absent: drop its node, in order with the monitors."""
-        self._enqueue_change(VirtualDeleted(identity))
+        self.pending_changes += 1  # _enqueue_change, inlined: once per collected object
+        self.graph_changes.add(VirtualDeleted(identity))
 
     def shutdown(self) -> None:
         """Stop the queues' delay tasks and wake their readers."""
