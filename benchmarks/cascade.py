@@ -154,7 +154,7 @@ async def run_case(
                     # Under a QPS budget the monitors' first watch requests may
                     # still be queued in the rate limiter: let them go out
                     # before counting, so the figures are the cascade's own.
-                    while server.open_watches < len(gc._monitors):
+                    while server.open_watches < len(gc.monitored_resources()):
                         await anyio.sleep(0.01)
                 server.clear_requests()
                 kube.reset_counts()

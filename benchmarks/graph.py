@@ -134,23 +134,23 @@ class Harness:
 
     async def feed(self, events: list[WatchEvent], api_version: str, kind: str) -> None:
         mon = self.monitors[(api_version, kind)]
-        on_event = self.gc._on_watch_event
-        gc = self.gc
+        gb = self.gc.graph_builder
+        on_event = gb.on_watch_event
         async with anyio.create_task_group() as tg:
-            tg.start_soon(gc._graph_builder_loop)
+            tg.start_soon(gb.process_graph_changes)
             for start in range(0, len(events), BATCH):
                 for event in events[start : start + BATCH]:
                     on_event(mon, event)
-                while gc._pending_changes:
+                while gb.pending_changes:
                     await anyio.sleep(0)
             tg.cancel_scope.cancel()
 
     async def drain(self) -> None:
         """Run the graph-builder loop until every queued change is applied."""
-        gc = self.gc
+        gb = self.gc.graph_builder
         async with anyio.create_task_group() as tg:
-            tg.start_soon(gc._graph_builder_loop)
-            while gc._pending_changes:
+            tg.start_soon(gb.process_graph_changes)
+            while gb.pending_changes:
                 await anyio.sleep(0)
             tg.cancel_scope.cancel()
 

@@ -464,11 +464,11 @@ async def run_graph_only(n: int, how: str) -> dict[str, Any]:
     elapsed = 0.0
     if how == "initial_list":
         owner_objs, dep_objs = make_objects(owners, per_owner)
-        h.gc.store = _ListedStore({"ReplicaSet": owner_objs, "Pod": dep_objs})  # type: ignore[assignment]
+        h.gc.graph_builder.store = _ListedStore({"ReplicaSet": owner_objs, "Pod": dep_objs})  # type: ignore[assignment]
         del owner_objs, dep_objs
         start = time.perf_counter()
         for key in (("apps/v1", "ReplicaSet"), ("v1", "Pod")):
-            await h.gc._relist(h.monitors[key])
+            await h.gc.graph_builder.relist(h.monitors[key])
         await h.drain()
         elapsed = time.perf_counter() - start
     else:

@@ -8,9 +8,10 @@ kubelet's loops) with a :class:`PodStateSource`.
 
 from __future__ import annotations
 
-from ownergc.controller._collector import DEFAULT_IGNORED_RESOURCES, GarbageCollector, GCMetrics
+from ownergc.controller._collector import GarbageCollector
+from ownergc.controller._gc_metrics import GCMetrics
 from ownergc.controller._leader import LeaderElector, LeadershipLost
-from ownergc.controller._monitors import is_monitored
+from ownergc.controller._monitors import DEFAULT_IGNORED_RESOURCES, is_monitored
 from ownergc.controller._namespace import NamespaceController
 from ownergc.controller._node_collector import (
     ContainerGCResult,

@@ -1,16 +1,19 @@
 """GarbageCollector: kube-controller-manager's object garbage collector on anyio.
 
-Tasks (all in one task group, all on one event loop):
+Composed as upstream composes it. The collector owns two parts and the
+workers, and hands each part only what it uses:
 
-* a discovery loop that keeps one *monitor* per deletable resource
-  (list + watch, relist on 410 or a dropped watch) and rediscovers every
-  ``discovery_period`` seconds;
-* the *graph builder*: the only task that mutates the graph; it applies the
-  monitors' events in order through the pure :class:`~ownergc.GraphBuilder`
-  and feeds the work queues;
+* a :class:`~ownergc.controller._graph_builder.DependencyGraphBuilder`
+  (discovery, one monitor per deletable resource, the graph and the
+  attemptToDelete / attemptToOrphan queues it feeds), given the store, the
+  REST mapper, the counters and an event-writing callable;
+* an :class:`~ownergc.controller._operations.Operations` (GET / PATCH /
+  DELETE / remove finalizer / create event through the store), given the
+  store, the REST mapper and the counters;
 * ``workers`` attemptToDelete workers and as many attemptToOrphan workers,
-  which read the graph, look things up through the store, ask the pure
-  decision functions for a plan and execute it.
+  which read the graph, ask the pure decision functions for a plan and
+  execute it through the operations, telling the graph builder when an
+  object turned out gone.
 
 A worker never dies from one bad object: every failure is logged and the item
 is retried with per-item exponential backoff. The collector never deletes an
@@ -49,36 +52,43 @@ from ownergc import (
     plan_attempt_to_orphan,
     plan_owner_lookup,
 )
-from ownergc.controller._monitors import (
-    DEFAULT_IGNORED_RESOURCES,
-    GCMetrics,
-    GraphChange,
-    Monitor,
-    RESTMapper,
-    VirtualDeleted,
-)
-from ownergc.controller._operations import (
-    NamespacedOwnerOfClusterScoped,
-    Operations,
-    StaleCache,
-    VirtualDeleteEnqueued,
-    node_as_object,
-)
+from ownergc.controller._gc_metrics import GCMetrics
+from ownergc.controller._graph_builder import DependencyGraphBuilder
+from ownergc.controller._mapper import RESTMapper
+from ownergc.controller._monitors import DEFAULT_IGNORED_RESOURCES
+from ownergc.controller._operations import ObjectGone, Operations, StaleCache, node_as_object
 from ownergc.controller._queue import FIFOQueue, WorkQueue, wait_quiet
 from ownergc.errors import Conflict, Invalid, NotFound, RESTMappingError
 from ownergc.protocols import APIResource, ObjectStore
 
-__all__ = ["DEFAULT_IGNORED_RESOURCES", "GCMetrics", "GarbageCollector"]
+__all__ = [
+    "DEFAULT_IGNORED_RESOURCES",
+    "GCMetrics",
+    "GarbageCollector",
+    "NamespacedOwnerOfClusterScoped",
+    "VirtualDeleteEnqueued",
+]
 
 log = logging.getLogger("ownergc.controller")
 
 
-class GarbageCollector(Operations):
+class VirtualDeleteEnqueued(Exception):
+    """The item turned out absent; the graph builder takes it from here (no requeue)."""
+
+
+class NamespacedOwnerOfClusterScoped(Exception):
+    """A cluster-scoped item names a namespaced owner kind (never collected, no requeue)."""
+
+
+class GarbageCollector:
     """Collects objects whose owners are gone, as kube-controller-manager does.
 
     ``await gc.run()`` runs until cancelled. ``wait_synced()`` returns once
     every monitor has listed and the graph has taken it in; ``wait_idle()``
     once every queue is empty and nothing is in flight.
+
+    The parts: ``graph_builder`` (monitors, graph, queues), ``operations``
+    (the API calls) and ``rest_mapper`` (shared by both, reset on discovery).
     """
 
     def __init__(
@@ -104,45 +114,65 @@ class GarbageCollector(Operations):
             raise ValueError("discovery_period must be positive")
         self.store = store
         self.workers = workers
-        self.ignored_resources = frozenset(ignored_resources)
-        self.discovery_period = discovery_period
         self.initial_sync_timeout = initial_sync_timeout
-        self.dry_run = dry_run
-        self.record_events = record_events
-        self.watch_timeout = watch_timeout
         self.orphan_concurrency = orphan_concurrency
         self.use_cache = use_cache
         self.log = logger or log
-        self.on_action = on_action
-        self.builder = GraphBuilder(absent_owner_cache_size)
         self.metrics = GCMetrics()
-        self.recorded_events: list[InvalidNamespaceEvent] = []
-        self._mapper = RESTMapper()
-        self._monitors: dict[APIResource, Monitor] = {}
-        self._events_resource: APIResource | None = None
-        self._graph_changes: FIFOQueue[GraphChange] = FIFOQueue("garbage_collector_graph_changes")
-        self.attempt_to_delete: WorkQueue[Node] = WorkQueue("garbage_collector_attempt_to_delete")
-        self.attempt_to_orphan: WorkQueue[Node] = WorkQueue("garbage_collector_attempt_to_orphan")
-        self._pending_changes = 0
-        self._synced = anyio.Event()
+        self.rest_mapper = RESTMapper()
+        self.operations = Operations(
+            store,
+            self.rest_mapper,
+            self.metrics,
+            dry_run=dry_run,
+            use_cache=use_cache,
+            logger=self.log,
+            on_action=on_action,
+        )
+        self.graph_builder = DependencyGraphBuilder(
+            store,
+            self.rest_mapper,
+            self.metrics,
+            absent_owner_cache_size=absent_owner_cache_size,
+            ignored_resources=ignored_resources,
+            discovery_period=discovery_period,
+            watch_timeout=watch_timeout,
+            record_event=self.operations.create_event if record_events else None,
+            logger=self.log,
+        )
+        self.attempt_to_delete: WorkQueue[Node] = self.graph_builder.attempt_to_delete
+        self.attempt_to_orphan: WorkQueue[Node] = self.graph_builder.attempt_to_orphan
+        self._core = self.graph_builder.core
         self._workers_started = anyio.Event()
-        self._discovered = anyio.Event()
-        self._tg: TaskGroup | None = None
         self._running = False
 
     # -- public ------------------------------------------------------------
 
     @property
     def uid_to_node(self) -> UIDToNode:
-        return self.builder.uid_to_node
+        return self.graph_builder.core.uid_to_node
+
+    @property
+    def builder(self) -> GraphBuilder:
+        """The pure core graph builder (the graph and the absent-owner cache)."""
+        return self.graph_builder.core
+
+    @property
+    def recorded_events(self) -> list[InvalidNamespaceEvent]:
+        """The OwnerRefInvalidNamespace events reported so far."""
+        return self.graph_builder.recorded_events
 
     @property
     def queues(self) -> tuple[WorkQueue[Any] | FIFOQueue[Any], ...]:
-        return (self._graph_changes, self.attempt_to_delete, self.attempt_to_orphan)
+        return self.graph_builder.queues
 
     def monitored_resources(self) -> list[APIResource]:
         """The resources this collector currently watches."""
-        return sorted(self._monitors, key=str)
+        return sorted(self.graph_builder.monitors, key=str)
+
+    def is_synced(self) -> bool:
+        """Whether every current monitor has had its first list applied (readiness)."""
+        return self.graph_builder.is_synced()
 
     async def run(self) -> None:
         """Run until cancelled."""
@@ -151,20 +181,15 @@ class GarbageCollector(Operations):
         self._running = True
         try:
             async with anyio.create_task_group() as tg:
-                self._tg = tg
-                for queue in self.queues:
-                    tg.start_soon(queue.run_delays)
-                tg.start_soon(self._graph_builder_loop)
-                tg.start_soon(self._discovery_loop)
-                tg.start_soon(self._start_workers_when_synced)
+                tg.start_soon(self.graph_builder.run)
+                tg.start_soon(self._start_workers_when_synced, tg)
         finally:
-            for queue in self.queues:
-                queue.shutdown()
+            self.graph_builder.shutdown()
             self._running = False
 
     async def wait_synced(self) -> None:
         """Return once every monitor has listed and the graph builder has caught up."""
-        await self._synced.wait()
+        await self.graph_builder.synced.wait()
 
     async def wait_idle(self, *, settle: float = 0.05, horizon: float = 1.0) -> None:
         """Return when every queue is empty and nothing is in flight.
@@ -176,25 +201,27 @@ class GarbageCollector(Operations):
         the store arrive.
         """
         await self._workers_started.wait()
+        gb = self.graph_builder
+        queues = gb.queues
         await wait_quiet(
-            lambda: self._pending_changes == 0 and all(q.is_idle(horizon) for q in self.queues),
+            lambda: gb.pending_changes == 0 and all(q.is_idle(horizon) for q in queues),
             settle,
         )
 
     # -- workers -----------------------------------------------------------
 
-    async def _start_workers_when_synced(self) -> None:
+    async def _start_workers_when_synced(self, tg: TaskGroup) -> None:
+        synced = self.graph_builder.synced
         with anyio.move_on_after(self.initial_sync_timeout):
-            await self._synced.wait()
-        if not self._synced.is_set():
+            await synced.wait()
+        if not synced.is_set():
             self.metrics.resources_sync_errors += 1
             self.log.warning(
                 "caches not synced after %ss; starting workers anyway", self.initial_sync_timeout
             )
-        assert self._tg is not None
         for _ in range(self.workers):
-            self._tg.start_soon(self._delete_worker)
-            self._tg.start_soon(self._orphan_worker)
+            tg.start_soon(self._delete_worker)
+            tg.start_soon(self._orphan_worker)
         self._workers_started.set()
 
     async def _delete_worker(self) -> None:
@@ -209,7 +236,7 @@ class GarbageCollector(Operations):
     async def _process_attempt_to_delete(self, node: Node) -> None:
         queue = self.attempt_to_delete
         if node.virtual:
-            current = self.builder.uid_to_node.get(node.uid)
+            current = self._core.uid_to_node.get(node.uid)
             if current is None or not current.virtual:
                 queue.forget(node)
                 return
@@ -239,7 +266,7 @@ class GarbageCollector(Operations):
         if node.being_deleted and not node.deleting_dependents:
             return
         ident = node.identity
-        resource = self._mapper.resource_for(ident.api_version, ident.kind)
+        resource = self.rest_mapper.resource_for(ident.api_version, ident.kind)
         if resource.namespaced and ident.namespace is None:
             raise NamespacedOwnerOfClusterScoped(str(ident))
         if self.use_cache and not node.virtual and node.resource_version is not None:
@@ -250,7 +277,7 @@ class GarbageCollector(Operations):
             else:
                 self.metrics.cache_decisions += 1
                 return
-        latest = await self._get_or_none(resource, ident)
+        latest = await self.operations.get_or_none(resource, ident)
         decision = decide_attempt_to_delete(node, latest)
         if isinstance(decision, NeedOwners):
             assert latest is not None
@@ -289,9 +316,11 @@ class GarbageCollector(Operations):
         mapping, as upstream does, so a cached absence needs no mapping.
         """
         owners: dict[OwnerReference, Mapping[str, Any] | None] = {}
-        cache = self.builder.absent_owner_cache
-        graph = self.builder.uid_to_node
-        mapper = self._mapper
+        core = self._core
+        cache = core.absent_owner_cache
+        graph = core.uid_to_node
+        mapper = self.rest_mapper
+        get = self.operations.get
         for ref in need.refs:
             resolved: list[APIResource] = []
 
@@ -321,15 +350,8 @@ class GarbageCollector(Operations):
                     owners[ref] = node_as_object(known)
                     continue
             resource = resolved[0] if resolved else mapper.resource_for(ref.api_version, ref.kind)
-            try:
-                owner = await self.store.get(
-                    resource, ref.name, namespace=lookup.namespace, metadata_only=True
-                )
-            except NotFound:
-                cache.add(lookup.cache_key)
-                owners[ref] = None
-                continue
-            if metadata_of(owner).get("uid") != ref.uid:
+            owner = await get(resource, ref.name, lookup.namespace)
+            if owner is None or metadata_of(owner).get("uid") != ref.uid:
                 cache.add(lookup.cache_key)
                 owners[ref] = None
             else:
@@ -348,22 +370,34 @@ class GarbageCollector(Operations):
             if isinstance(step, Done):
                 self.log.debug("%s: %s", node.identity, step.reason)
             elif isinstance(step, EnqueueVirtualDelete):
-                self._enqueue_change(VirtualDeleted(step.identity))
+                self.graph_builder.enqueue_virtual_delete(step.identity)
                 raise VirtualDeleteEnqueued(str(step.identity))
             elif isinstance(step, EnqueueDelete):
                 for dep in step.nodes:
                     self.attempt_to_delete.add(dep)
             elif isinstance(step, Patch):
                 try:
-                    await self._patch(step)
+                    await self.operations.patch(step)
                 except (Conflict, Invalid, NotFound) as exc:
                     if cached:
                         raise StaleCache(str(exc)) from exc
                     raise
             elif isinstance(step, Delete):
-                await self._delete(step, node, cached=cached, decided_on=decided_on)
+                try:
+                    removed = await self.operations.delete(
+                        step, node, cached=cached, decided_on=decided_on
+                    )
+                except ObjectGone:
+                    self.graph_builder.enqueue_virtual_delete(step.target)
+                    raise VirtualDeleteEnqueued(str(step.target)) from None
+                if removed:
+                    # Removed from storage: drop the node now (as a 404 would)
+                    # instead of waiting for the watch, so an owner re-examining
+                    # its dependents meanwhile does not send this one a second
+                    # DELETE.
+                    self.graph_builder.enqueue_virtual_delete(step.target)
             elif isinstance(step, RemoveFinalizer):
-                await self._remove_finalizer(step, node)
+                await self.operations.remove_finalizer(step, node)
 
     async def _orphan_worker(self) -> None:
         await self.attempt_to_orphan.work(self._attempt_to_orphan, self._orphan_failed)
@@ -378,8 +412,8 @@ class GarbageCollector(Operations):
         # finalizer was removed (e.g. that patch timed out but was applied)
         # must not strip the owner's refs from dependents added since.
         ident = owner.identity
-        resource = self._mapper.resource_for(ident.api_version, ident.kind)
-        live = await self._get_or_none(resource, ident)
+        resource = self.rest_mapper.resource_for(ident.api_version, ident.kind)
+        live = await self.operations.get_or_none(resource, ident)
         if (
             live is None
             or metadata_of(live).get("uid") != ident.uid
@@ -393,7 +427,7 @@ class GarbageCollector(Operations):
         async def run(step: Patch) -> None:
             async with limiter:
                 try:
-                    await self._patch(step, ignore_not_found=True)
+                    await self.operations.patch(step, ignore_not_found=True)
                 except Exception as exc:
                     errors.append(exc)
 
@@ -402,5 +436,5 @@ class GarbageCollector(Operations):
                 tg.start_soon(run, step)
         if errors:
             raise errors[0]
-        await self._remove_finalizer(remove, owner)
+        await self.operations.remove_finalizer(remove, owner)
         return True

@@ -1,23 +1,31 @@
 """Operations: the collector's API calls (upstream's operations.go).
 
-GET, PATCH, DELETE and the removal of the GC's own finalizers, each guarded
-by uid / resourceVersion preconditions so that a decision taken from the
-watch cache never acts on an object that changed since; a failed
-precondition raises :class:`StaleCache` and the worker redoes the decision
-from live reads.
+GET, PATCH, DELETE, the removal of the GC's own finalizers and the writing
+of events, each guarded by uid / resourceVersion preconditions so that a
+decision taken from the watch cache never acts on an object that changed
+since; a failed precondition raises :class:`StaleCache` and the worker redoes
+the decision from live reads.
+
+:class:`Operations` receives the store, the REST mapper (read only) and the
+shared counters; it knows nothing of monitors, queues or the graph. When an
+object turns out gone it says so (:class:`ObjectGone`, or ``delete``
+returning True) and the caller tells the graph.
 """
 
 from __future__ import annotations
 
 import logging
 import random
+import uuid
 from collections.abc import Callable, Mapping
+from datetime import datetime, timezone
 from typing import Any
 
 import anyio
 
 from ownergc import (
     Delete,
+    InvalidNamespaceEvent,
     Node,
     ObjectReference,
     Patch,
@@ -27,41 +35,64 @@ from ownergc import (
     owner_references_of,
     remove_finalizer_patch,
 )
-from ownergc.controller._monitors import Monitors, VirtualDeleted
+from ownergc.controller._gc_metrics import GCMetrics
+from ownergc.controller._mapper import RESTMapper
 from ownergc.errors import Conflict, NotFound, UnsupportedPatchType
-from ownergc.protocols import APIResource, PatchType, Preconditions
+from ownergc.protocols import APIResource, ObjectStore, PatchType, Preconditions
 
-__all__ = [
-    "NamespacedOwnerOfClusterScoped",
-    "Operations",
-    "StaleCache",
-    "VirtualDeleteEnqueued",
-    "node_as_object",
-]
+__all__ = ["ObjectGone", "Operations", "StaleCache", "node_as_object"]
+
+log = logging.getLogger("ownergc.controller")
 
 
-class VirtualDeleteEnqueued(Exception):
-    """The item turned out absent; the graph builder takes it from here (no requeue)."""
+class ObjectGone(Exception):
+    """Nothing has the step's target name any more: the object it meant is gone."""
 
 
 class StaleCache(Exception):
     """A precondition built from the watch cache failed: redo the decision from live reads."""
 
 
-class NamespacedOwnerOfClusterScoped(Exception):
-    """A cluster-scoped item names a namespaced owner kind (never collected, no requeue)."""
+class Operations:
+    """The collector's writes and reads through the store, each reported once done.
 
+    ``dry_run`` reports writes instead of making them; ``use_cache`` lets
+    :meth:`remove_finalizer` try a patch built from the graph's view first;
+    ``on_action`` receives every write (or, in dry run, every intended one).
+    """
 
-class Operations(Monitors):
-    """The API calls of a :class:`GarbageCollector` (attributes set by its ``__init__``)."""
+    def __init__(
+        self,
+        store: ObjectStore,
+        mapper: RESTMapper,
+        metrics: GCMetrics,
+        *,
+        dry_run: bool = False,
+        use_cache: bool = True,
+        logger: logging.Logger | None = None,
+        on_action: Callable[[str, Mapping[str, Any]], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.mapper = mapper
+        self.metrics = metrics
+        self.dry_run = dry_run
+        self.use_cache = use_cache
+        self.log = logger or log
+        self.on_action = on_action
 
-    dry_run: bool
-    use_cache: bool
-    on_action: Callable[[str, Mapping[str, Any]], None] | None
+    async def get(
+        self, resource: APIResource, name: str, namespace: str | None
+    ) -> Mapping[str, Any] | None:
+        """The object's metadata, or None when nothing has that name."""
+        try:
+            return await self.store.get(resource, name, namespace=namespace, metadata_only=True)
+        except NotFound:
+            return None
 
-    async def _get_or_none(
+    async def get_or_none(
         self, resource: APIResource, ident: ObjectReference
     ) -> Mapping[str, Any] | None:
+        """``ident``'s metadata (namespaced as ``resource`` is), or None when absent."""
         try:
             return await self.store.get(
                 resource,
@@ -72,9 +103,10 @@ class Operations(Monitors):
         except NotFound:
             return None
 
-    async def _patch(self, step: Patch, *, ignore_not_found: bool = False) -> None:
+    async def patch(self, step: Patch, *, ignore_not_found: bool = False) -> None:
+        """Apply a strategic merge patch, or the JSON merge patch where SMP is unsupported."""
         ident = step.target
-        resource = self._mapper.resource_for(ident.api_version, ident.kind)
+        resource = self.mapper.resource_for(ident.api_version, ident.kind)
         ns = ident.namespace if resource.namespaced else None
         details = {"why": step.why, "patch": step.smp or step.jmp}
         if self.dry_run:
@@ -105,21 +137,26 @@ class Operations(Monitors):
         self.metrics.patches += 1
         self._action("patch", ident, details)
 
-    async def _delete(
+    async def delete(
         self,
         step: Delete,
         node: Node,
         *,
         cached: bool = False,
         decided_on: Mapping[str, Any] | None = None,
-    ) -> None:
+    ) -> bool:
+        """DELETE with the step's preconditions; True when the object left storage.
+
+        Raises :class:`ObjectGone` when nothing has the name any more, and
+        :class:`StaleCache` on a failed precondition of a ``cached`` decision.
+        """
         ident = step.target
-        resource = self._mapper.resource_for(ident.api_version, ident.kind)
+        resource = self.mapper.resource_for(ident.api_version, ident.kind)
         ns = ident.namespace if resource.namespaced else None
         details = {"policy": step.policy.value, "why": step.why}
         if self.dry_run:
             self._action("delete", ident, details)
-            return
+            return False
         preconditions = step.preconditions
         for _ in range(2):
             try:
@@ -133,8 +170,7 @@ class Operations(Monitors):
             except NotFound:
                 # Nothing has this name any more (a same-named replacement would
                 # have failed the uid precondition with 409): our object is gone.
-                self._enqueue_change(VirtualDeleted(ident))
-                raise VirtualDeleteEnqueued(str(ident)) from None
+                raise ObjectGone(str(ident)) from None
             except Conflict as exc:
                 if cached:
                     raise StaleCache(str(exc)) from exc
@@ -142,10 +178,9 @@ class Operations(Monitors):
                     raise
                 # Only the resourceVersion moved? Re-read: if the owners are
                 # unchanged the decision still holds, so retry (once).
-                latest = await self._get_or_none(resource, ident)
+                latest = await self.get_or_none(resource, ident)
                 if latest is None:
-                    self._enqueue_change(VirtualDeleted(ident))
-                    raise VirtualDeleteEnqueued(str(ident)) from None
+                    raise ObjectGone(str(ident)) from None
                 if (
                     metadata_of(latest).get("uid") != ident.uid
                     # The refs the decision was made from, not the graph's: the
@@ -163,16 +198,11 @@ class Operations(Monitors):
                 continue
             self.metrics.count_deletion(step.policy.value)
             self._action("delete", ident, details)
-            if remaining is None:
-                # Removed from storage: drop the node now (as a 404 would) instead
-                # of waiting for the watch, so an owner re-examining its
-                # dependents meanwhile does not send this one a second DELETE.
-                self._enqueue_change(VirtualDeleted(ident))
-            return
+            return remaining is None
         # Still conflicting after the retry: not deleted; requeue and decide afresh.
         raise Conflict(f"{ident} kept changing while being deleted; will retry")
 
-    async def _remove_finalizer(self, step: RemoveFinalizer, node: Node | None = None) -> None:
+    async def remove_finalizer(self, step: RemoveFinalizer, node: Node | None = None) -> None:
         """removeFinalizer: a JSON merge patch guarded by resourceVersion, retried on 409.
 
         With the watch cache in use, the first attempt is built from what the
@@ -180,7 +210,7 @@ class Operations(Monitors):
         the upstream loop (GET, patch; 4 attempts with backoff) takes over.
         """
         ident = step.target
-        resource = self._mapper.resource_for(ident.api_version, ident.kind)
+        resource = self.mapper.resource_for(ident.api_version, ident.kind)
         ns = ident.namespace if resource.namespaced else None
         details = {"finalizer": step.finalizer}
 
@@ -213,7 +243,7 @@ class Operations(Monitors):
             self.metrics.cache_fallbacks += 1
         delay = 0.01
         for _attempt in range(4):
-            latest = await self._get_or_none(resource, ident)
+            latest = await self.get_or_none(resource, ident)
             if latest is None or metadata_of(latest).get("uid") != ident.uid:
                 return
             latest_patch = remove_finalizer_patch(latest, step.finalizer)
@@ -230,6 +260,36 @@ class Operations(Monitors):
             "updateMaxRetries(4) has reached. The garbage collector will retry later for "
             f"owner {ident}"
         )
+
+    async def create_event(self, resource: APIResource, event: InvalidNamespaceEvent) -> None:
+        """Write ``event`` as a core/v1 Event on its dependent; a failure is only logged."""
+        dep = event.dependent
+        namespace = dep.namespace or "default"
+        now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": f"{dep.name}.{uuid.uuid4().hex[:16]}", "namespace": namespace},
+            "involvedObject": {
+                "apiVersion": dep.api_version,
+                "kind": dep.kind,
+                "name": dep.name,
+                "namespace": dep.namespace or "",
+                "uid": dep.uid,
+            },
+            "reason": event.reason,
+            "message": event.message,
+            "type": event.type,
+            "source": {"component": "garbage-collector-controller"},
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+            "reportingComponent": "garbage-collector-controller",
+        }
+        try:
+            await self.store.create(resource, body, namespace=namespace)
+        except Exception as exc:
+            self.log.info("could not record event: %s", exc)
 
     def _action(self, what: str, ident: ObjectReference, fields: Mapping[str, Any]) -> None:
         """Report a write: done (after the server accepted it) or, in dry run, intended.

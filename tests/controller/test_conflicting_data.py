@@ -84,15 +84,15 @@ class Harness:
 
     async def start(self) -> None:
         found = await self.store.discover()
-        self.gc._mapper.reset(found.resources)
+        self.gc.rest_mapper.reset(found.resources)
 
     def add(self, o: dict[str, Any]) -> None:
         self.gc.builder.process_upsert(o, o["apiVersion"], o["kind"], old_obj=None)
-        self.gc._dispatch_builder_outputs()
+        self.gc.graph_builder.dispatch()
 
     def delete(self, o: dict[str, Any]) -> None:
         self.gc.builder.process_delete(o, o["apiVersion"], o["kind"])
-        self.gc._dispatch_builder_outputs()
+        self.gc.graph_builder.dispatch()
 
     async def attempt_to_delete(self) -> list[tuple[str, str, str | None, str | None]]:
         self.store.clear_requests()
@@ -109,15 +109,16 @@ class Harness:
 
     def graph_changes(self) -> list[tuple[str, Any]]:
         """(upstream's event type, payload) of each queued graph change."""
-        return [(_CHANGE_NAMES[type(c)], c[0]) for c in self.gc._graph_changes._items]
+        return [(_CHANGE_NAMES[type(c)], c[0]) for c in self.gc.graph_builder.graph_changes._items]
 
     def process_graph_change(self) -> None:
-        change = self.gc._graph_changes._items.popleft()
-        self.gc._pending_changes -= 1
-        self.gc._process_graph_change(change)
+        gb = self.gc.graph_builder
+        change = gb.graph_changes._items.popleft()
+        gb.pending_changes -= 1
+        gb.process_graph_change(change)
 
     def drain_own_virtual_deletes(self) -> None:
-        while self.gc._graph_changes._items:
+        while self.gc.graph_builder.graph_changes._items:
             self.process_graph_change()
 
     def queue(self) -> list[str]:
@@ -525,9 +526,9 @@ async def test_10_12_bad_child_wrong_version_good_parent_before_bad_parent_delet
     ]
     assert [k for k, _ in h.graph_changes()] == ["virtual_delete"]
     # The informer's add of the real owner is processed before the pending virtual delete.
-    pending = h.gc._graph_changes._items.popleft()
+    pending = h.gc.graph_builder.graph_changes._items.popleft()
     h.add(obj(DEPL_APPS))
-    h.gc._graph_changes._items.appendleft(pending)
+    h.gc.graph_builder.graph_changes._items.appendleft(pending)
     assert ident_of(h.node("deploymentuid1")) == DEPL_APPS
     assert h.queue() == [label(BAD_CHILD)]
     h.process_graph_change()

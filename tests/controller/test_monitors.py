@@ -129,12 +129,12 @@ def _secret(name: str, uid: str, rv: object) -> dict[str, object]:
     }
 
 
-async def _apply_queued_changes(gc: Any) -> None:
-    """Run the graph builder loop until the graph-changes queue is empty."""
+async def _apply_queued_changes(gb: Any) -> None:
+    """Run the graph-changes loop until the graph-changes queue is empty."""
     async with anyio.create_task_group() as tg:
-        tg.start_soon(gc._graph_builder_loop)
+        tg.start_soon(gb.process_graph_changes)
         with anyio.fail_after(5):
-            while gc._pending_changes:
+            while gb.pending_changes:
                 await anyio.sleep(0)
         tg.cancel_scope.cancel()
 
@@ -144,29 +144,30 @@ async def test_watch_events_apply_at_once_or_queue_behind_earlier_changes() -> N
     when nothing waits in it, and the monitor's resourceVersion only takes strings."""
     from ownergc import ObjectReference
     from ownergc.controller import GarbageCollector
-    from ownergc.controller._monitors import Monitor, VirtualDeleted
+    from ownergc.controller._monitors import Monitor
     from ownergc.protocols import APIResource, WatchEvent
 
     gc = GarbageCollector(InMemoryStore())
+    gb = gc.graph_builder
     secrets = APIResource("", "v1", "secrets", "Secret", True, frozenset({"list", "watch"}))
     mon = Monitor(secrets, anyio.CancelScope())
 
-    gc._on_watch_event(mon, WatchEvent("ADDED", _secret("a", "uid-a", "5")))
+    gb.on_watch_event(mon, WatchEvent("ADDED", _secret("a", "uid-a", "5")))
     assert "uid-a" in gc.uid_to_node and mon.resource_version == "5"  # applied at once
 
-    gc._on_watch_event(mon, WatchEvent("MODIFIED", _secret("a", "uid-a", 7)))
+    gb.on_watch_event(mon, WatchEvent("MODIFIED", _secret("a", "uid-a", 7)))
     assert mon.resource_version == "5"  # a non-string version is not watched from
 
-    gc._on_watch_event(mon, WatchEvent("ADDED", {"metadata": {"resourceVersion": "8"}}))
+    gb.on_watch_event(mon, WatchEvent("ADDED", {"metadata": {"resourceVersion": "8"}}))
     assert gc.metrics.errors == 1 and mon.resource_version == "8"  # malformed: counted
 
     # A change waits in the queue: the next events queue behind it, in order.
-    gc._enqueue_change(VirtualDeleted(ObjectReference("v1", "Secret", "x", "uid-x", "default")))
-    gc._on_watch_event(mon, WatchEvent("ADDED", _secret("b", "uid-b", "9")))
-    gc._on_watch_event(mon, WatchEvent("DELETED", _secret("a", "uid-a", "10")))
+    gb.enqueue_virtual_delete(ObjectReference("v1", "Secret", "x", "uid-x", "default"))
+    gb.on_watch_event(mon, WatchEvent("ADDED", _secret("b", "uid-b", "9")))
+    gb.on_watch_event(mon, WatchEvent("DELETED", _secret("a", "uid-a", "10")))
     assert "uid-b" not in gc.uid_to_node and "uid-a" in gc.uid_to_node
     assert mon.resource_version == "10"
-    await _apply_queued_changes(gc)
+    await _apply_queued_changes(gb)
     assert "uid-b" in gc.uid_to_node and "uid-a" not in gc.uid_to_node
 
 
@@ -189,7 +190,7 @@ async def test_first_list_marks_its_monitor_synced_at_once_or_behind_earlier_cha
     first list is not queued behind the first one's marker)."""
     from ownergc import ObjectReference
     from ownergc.controller import GarbageCollector
-    from ownergc.controller._monitors import Monitor, VirtualDeleted
+    from ownergc.controller._monitors import Monitor
     from ownergc.protocols import APIResource
 
     verbs = frozenset({"list", "watch", "delete"})
@@ -197,16 +198,17 @@ async def test_first_list_marks_its_monitor_synced_at_once_or_behind_earlier_cha
     maps = APIResource("", "v1", "configmaps", "ConfigMap", True, verbs)
     store = _ListingStore({"Secret": [_secret("a", "uid-a", "1")], "ConfigMap": []})
     gc = GarbageCollector(store)
+    gb = gc.graph_builder
     mons = [Monitor(res, anyio.CancelScope()) for res in (secrets, maps)]
-    gc._monitors = {mon.resource: mon for mon in mons}
+    gb.monitors.update({mon.resource: mon for mon in mons})
 
-    await gc._relist(mons[0])
-    assert mons[0].synced and not gc._pending_changes and not gc._synced.is_set()
+    await gb.relist(mons[0])
+    assert mons[0].synced and not gb.pending_changes and not gb.synced.is_set()
     assert "uid-a" in gc.uid_to_node
     assert gc.metrics.events_processed == 2  # the object and the marker, counted as queued
 
-    gc._enqueue_change(VirtualDeleted(ObjectReference("v1", "Secret", "x", "uid-x", "default")))
-    await gc._relist(mons[1])
-    assert not mons[1].synced and gc._pending_changes == 2  # behind the waiting change
-    await _apply_queued_changes(gc)
-    assert mons[1].synced and gc._synced.is_set()
+    gb.enqueue_virtual_delete(ObjectReference("v1", "Secret", "x", "uid-x", "default"))
+    await gb.relist(mons[1])
+    assert not mons[1].synced and gb.pending_changes == 2  # behind the waiting change
+    await _apply_queued_changes(gb)
+    assert mons[1].synced and gb.synced.is_set()

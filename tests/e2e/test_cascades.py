@@ -496,7 +496,7 @@ async def test_custom_kind_registered_while_running_is_picked_up(store: InMemory
         )
         owner = await make(store, "ConfigMap", "owner")
         with anyio.fail_after(10):
-            while not any(m.kind == "Gadget" for m in gc._monitors):
+            while not any(m.kind == "Gadget" for m in gc.monitored_resources()):
                 await anyio.sleep(0.02)
         cr = await store.create_object(
             {
@@ -568,8 +568,8 @@ async def test_dry_run_changes_nothing(store: InMemoryStore) -> None:
 async def test_malformed_object_does_not_kill_the_collector(store: InMemoryStore) -> None:
     """A watch event the graph cannot use is logged and skipped; the GC carries on."""
     async with running_gc(store) as gc:
-        mon = next(iter(gc._monitors.values()))
-        gc._on_watch_event(
+        mon = next(iter(gc.graph_builder.monitors.values()))
+        gc.graph_builder.on_watch_event(
             mon,
             __import__("ownergc.protocols", fromlist=["WatchEvent"]).WatchEvent(
                 "ADDED", {"metadata": {"name": "x", "uid": "u", "ownerReferences": "bogus"}}

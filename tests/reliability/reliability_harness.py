@@ -531,7 +531,7 @@ def _steady_poll(node: Any) -> bool:
 
 def is_drained(gc: GarbageCollector) -> bool:
     """Every queue empty and nothing in flight, except steady virtual-owner polls."""
-    if gc._pending_changes or not gc.queues[0].is_idle(1e9):
+    if gc.graph_builder.pending_changes or not gc.queues[0].is_idle(1e9):
         return False
     if not gc.attempt_to_orphan.is_idle(1e9):
         return False
