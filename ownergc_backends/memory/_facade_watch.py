@@ -8,12 +8,11 @@ from dataclasses import dataclass
 import anyio
 import anyio.abc
 import anyio.from_thread
-from anyio.abc import ByteStream
-from anyio.streams.buffered import BufferedByteReceiveStream
 
 from ownergc._kit.http import (
-    ChunkedWriter,
+    PEER_GONE,
     Request,
+    ServerConnection,
 )
 from ownergc.errors import (
     APIError,
@@ -57,8 +56,7 @@ class _PumpState:
     resource_version: str = ""
 
 
-#: What writing to a client that went away raises.
-_PEER_GONE = (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
+_PEER_GONE = PEER_GONE
 
 
 class WatchRoutes(DiscoveryRoutes):
@@ -100,9 +98,7 @@ class WatchRoutes(DiscoveryRoutes):
             bookmarks=bookmarks,
         )
 
-    async def _stream_watch(
-        self, plan: _WatchPlan, stream: ByteStream, reader: BufferedByteReceiveStream
-    ) -> bool:
+    async def _stream_watch(self, plan: _WatchPlan, connection: ServerConnection) -> bool:
         """Stream events as newline-delimited JSON in chunks; returns keep-alive.
 
         Errors after the stream started (too old resourceVersion, a store
@@ -111,8 +107,11 @@ class WatchRoutes(DiscoveryRoutes):
         connection (:class:`Unavailable` from a wrapper of the store) ends it
         abruptly: no terminating chunk, the connection just closes.
         """
-        writer = ChunkedWriter(stream)
-        await writer.start(200, _JSON_HEADERS)
+        await connection.start_stream(200, _JSON_HEADERS)
+        if not connection.streams_body:
+            # A HEAD gets the head of the watch and no events (no body, ever).
+            await connection.end_stream()
+            return True
         handle = _OpenWatch(anyio.CancelScope())
         self._watches.add(handle)
         peer_closed = dropped = False
@@ -124,14 +123,14 @@ class WatchRoutes(DiscoveryRoutes):
                     # A client sends nothing while it watches: any read result
                     # (EOF or stray bytes) ends the stream.
                     with contextlib.suppress(Exception):
-                        await reader.receive()
+                        await connection.wait_for_peer()
                     peer_closed = True
                     handle.scope.cancel()
 
                 tg.start_soon(watch_peer)
                 with handle.scope:
                     try:
-                        dropped = await self._pump_events(plan, writer)
+                        dropped = await self._pump_events(plan, connection)
                     except _PEER_GONE:
                         # The client went away mid-event: an ordinary end of a watch.
                         peer_closed = True
@@ -141,14 +140,14 @@ class WatchRoutes(DiscoveryRoutes):
         if peer_closed or dropped:
             # Abrupt end: no terminating chunk, the connection just closes.
             return False
-        await writer.finish()
+        await connection.end_stream()
         return True
 
     @staticmethod
     def _error_event(error: APIError) -> bytes:
         return _encode({"type": "ERROR", "object": error.to_status()}) + b"\n"
 
-    async def _pump_events(self, plan: _WatchPlan, writer: ChunkedWriter) -> bool:
+    async def _pump_events(self, plan: _WatchPlan, writer: ServerConnection) -> bool:
         """Send the events; True when the connection is lost (a wrapper of the store
         dropped it, or the client went away), see :meth:`_stream_watch`."""
         route, target, selector = plan.route, plan.target, plan.filter
@@ -163,9 +162,9 @@ class WatchRoutes(DiscoveryRoutes):
             )
             for obj in listed.items:
                 if selector.matches(obj):
-                    await writer.send(self._event_line(state, "ADDED", obj))
+                    await writer.send_chunk(self._event_line(state, "ADDED", obj))
             rv = listed.resource_version
-            await writer.send(self._bookmark(plan, rv, initial_events_end=True))
+            await writer.send_chunk(self._bookmark(plan, rv, initial_events_end=True))
         state.resource_version = rv
         events = self.served.watch(
             route.resource,
@@ -193,12 +192,12 @@ class WatchRoutes(DiscoveryRoutes):
                         state.resource_version = event.object.get("metadata", {}).get(
                             "resourceVersion", state.resource_version
                         )
-                        await writer.send(self._event_line(state, kind, event.object))
+                        await writer.send_chunk(self._event_line(state, kind, event.object))
                 except Unavailable:
                     dropped = True
                 except APIError as exc:
                     with contextlib.suppress(*_PEER_GONE):
-                        await writer.send(self._error_event(exc))
+                        await writer.send_chunk(self._error_event(exc))
                 except _PEER_GONE:
                     dropped = True  # the client went away mid-event
                 tg.cancel_scope.cancel()
@@ -240,12 +239,12 @@ class WatchRoutes(DiscoveryRoutes):
         obj = {"kind": kind, "apiVersion": api_version, "metadata": meta}
         return _encode({"type": "BOOKMARK", "object": obj}) + b"\n"
 
-    async def _send_bookmarks(self, state: _PumpState, writer: ChunkedWriter) -> None:
+    async def _send_bookmarks(self, state: _PumpState, writer: ServerConnection) -> None:
         """Every ``bookmark_interval`` seconds, a BOOKMARK with the newest version sent."""
         with contextlib.suppress(*_PEER_GONE):  # the event loop notices it too
             while True:
                 await anyio.sleep(self.bookmark_interval)
-                await writer.send(self._bookmark(state.plan, state.resource_version))
+                await writer.send_chunk(self._bookmark(state.plan, state.resource_version))
 
     @staticmethod
     def _filtered_type(

@@ -42,13 +42,11 @@ import anyio
 import anyio.abc
 import anyio.from_thread
 from anyio.abc import ByteStream, SocketAttribute
-from anyio.streams.buffered import BufferedByteReceiveStream
 
 from ownergc._kit.http import (
     HTTPProtocolError,
     Request,
-    read_request,
-    write_response,
+    ServerConnection,
 )
 from ownergc.errors import (
     APIError,
@@ -181,31 +179,31 @@ class KubeAPIServer(ScaleRoutes):
 
     async def _connection(self, stream: ByteStream) -> None:
         """One client connection: requests in sequence until either side closes it."""
-        reader = BufferedByteReceiveStream(stream)
+        connection = ServerConnection(stream)
         try:
             async with stream:
                 while True:
                     try:
-                        request = await read_request(reader, stream)
+                        request = await connection.next_request()
                     except HTTPProtocolError as exc:
                         error = error_for_status(exc.status, exc.message, reason="BadRequest")
                         response = _error_response(error)
-                        await write_response(
-                            stream, exc.status, response.headers, response.body, keep_alive=False
+                        await connection.respond_and_close(
+                            exc.status, response.headers, response.body
                         )
                         return
                     if request is None:
                         return
-                    if not await self._handle(request, stream, reader):
+                    if not await self._handle(request, connection):
+                        return
+                    if not connection.next_cycle():
                         return
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, ConnectionError, OSError):
             pass  # the client went away; nothing to answer
         except Exception:  # pragma: no cover - a bug here must not stop the server
             log.exception("unexpected error on an HTTP connection")
 
-    async def _handle(
-        self, request: Request, stream: ByteStream, reader: BufferedByteReceiveStream
-    ) -> bool:
+    async def _handle(self, request: Request, connection: ServerConnection) -> bool:
         """Answer one request; returns whether the connection stays open."""
         started = time.monotonic()
         verb = _kube_verb(request)
@@ -229,19 +227,12 @@ class KubeAPIServer(ScaleRoutes):
             self._log(request, 200)
             _log_request(request, 200, started, "watch opened")
             try:
-                return await self._stream_watch(result, stream, reader) and keep_alive
+                return await self._stream_watch(result, connection) and keep_alive
             finally:
                 _log_request(request, 200, started, "watch closed")
         self._log(request, result.status)
         _log_request(request, result.status, started)
-        await write_response(
-            stream,
-            result.status,
-            result.headers,
-            result.body,
-            keep_alive=keep_alive,
-            head_only=request.method == "HEAD",
-        )
+        await connection.respond(result.status, result.headers, result.body, keep_alive=keep_alive)
         return keep_alive
 
     async def _route(self, request: Request) -> _Response | _WatchPlan:
