@@ -13,7 +13,9 @@ compare two back to back, e.g.::
     PYTHONPATH=$PWD python benchmarks/facade.py
 
 Prints one JSON object per case: requests/s (best of ``--rounds``, the least
-disturbed by other load) and the median.
+disturbed by other load) and the median, and the server process's CPU time
+per request (``time.process_time`` in the child, read between rounds), which
+other load on the machine disturbs much less than the rate.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 CM = "/api/v1/namespaces/default/configmaps"
@@ -45,10 +48,16 @@ def _serve(objects: int) -> None:
             body = {"metadata": {"name": f"cm-{i}", "labels": {"i": str(i)}}, "data": {"k": "v"}}
             server.call(functools.partial(store.create, namespace="default"), configmaps, body)
         print(server.url, flush=True)
-        sys.stdin.read()
+        # Each line asks for the CPU seconds this process (the server) used so far.
+        for _line in sys.stdin:
+            print(time.process_time(), flush=True)
 
 
-def _rate(conn: http.client.HTTPConnection, path: str, n: int) -> float:
+def _round(
+    conn: http.client.HTTPConnection, path: str, n: int, cpu: Callable[[], float]
+) -> tuple[float, float]:
+    """Requests per second, and the server's CPU microseconds per request."""
+    cpu_before = cpu()
     started = time.perf_counter()
     for _ in range(n):
         conn.request("GET", path)
@@ -56,7 +65,8 @@ def _rate(conn: http.client.HTTPConnection, path: str, n: int) -> float:
         resp.read()
         if resp.status != 200:
             raise SystemExit(f"GET {path}: {resp.status}")
-    return n / (time.perf_counter() - started)
+    elapsed = time.perf_counter() - started
+    return n / elapsed, (cpu() - cpu_before) / n * 1e6
 
 
 def main() -> None:
@@ -82,10 +92,20 @@ def main() -> None:
         parts = urlsplit(url)
         assert parts.hostname is not None and parts.port is not None
         conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+        stdin, stdout = child.stdin, child.stdout
+        assert stdin is not None
+
+        def server_cpu() -> float:
+            stdin.write("cpu\n")
+            stdin.flush()
+            return float(stdout.readline())
+
         cases = {"get": f"{CM}/cm-0", "list": CM}
         for name, path in cases.items():
-            _rate(conn, path, min(200, args.n))  # warm up
-            rates = [_rate(conn, path, args.n) for _ in range(args.rounds)]
+            _round(conn, path, min(200, args.n), server_cpu)  # warm up
+            rounds = [_round(conn, path, args.n, server_cpu) for _ in range(args.rounds)]
+            rates = [r for r, _ in rounds]
+            cpus = [c for _, c in rounds]
             print(
                 json.dumps(
                     {
@@ -94,6 +114,8 @@ def main() -> None:
                         "requests": args.n,
                         "best_per_s": round(max(rates)),
                         "median_per_s": round(statistics.median(rates)),
+                        "server_cpu_us_per_request_min": round(min(cpus), 1),
+                        "server_cpu_us_per_request_median": round(statistics.median(cpus), 1),
                     }
                 ),
                 flush=True,
