@@ -10,9 +10,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
+import anyio.abc
 import pytest
 
-from ownergc._kit.http import Request
+from ownergc._kit.http import Request, ServerConnection
 from ownergc.errors import APIError, BadRequest, Forbidden, NotFound, UnsupportedPatchType
 from ownergc.protocols import APIResource, JSONDict
 from ownergc_backends.memory import InMemoryStore
@@ -56,7 +57,7 @@ from ownergc_backends.memory._apiserver.router import (
     Router,
 )
 from ownergc_backends.memory._apiserver.scale import ScaleHandler
-from ownergc_backends.memory._apiserver.watch import WatchHandler
+from ownergc_backends.memory._apiserver.watch import OpenWatches, WatchHandler, WatchStreamer
 from ownergc_backends.memory._negotiation import _Response
 from ownergc_backends.memory._pages import ContinuePages
 from ownergc_backends.memory._tables import printer_for
@@ -428,3 +429,60 @@ def test_facade_classes_have_no_project_base_class(module_name: str) -> None:
         if not _allowed_base(base)
     ]
     assert offenders == []
+
+
+# ---------------------------------------------------------------- the watch streamer alone
+
+
+class _QuietClient(anyio.abc.ByteStream):
+    """A client that sent one request and then waits (as a watching client does)."""
+
+    def __init__(self, request: bytes) -> None:
+        self.pending = request
+        self.sent = b""
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        if self.pending:
+            data, self.pending = self.pending, b""
+            return data
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    async def send(self, item: bytes) -> None:
+        self.sent += item
+
+    async def send_eof(self) -> None:
+        pass
+
+    async def aclose(self) -> None:
+        pass
+
+
+def test_the_watch_streamer_alone_sends_events_then_ends_cleanly() -> None:
+    store = InMemoryStore()
+    configmaps = store.resource_for("v1", "ConfigMap")
+    watches = OpenWatches()
+    streamer = WatchStreamer(
+        store, store, lambda r: printer_for(r, store.crd_for(r)), watches, bookmark_interval=60
+    )
+    target = f"{CM}?watch=1&resourceVersion=0&timeoutSeconds=1"
+    client = _QuietClient(f"GET {target} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+
+    async def main() -> bool:
+        await store.create(configmaps, _cm("w1"), namespace="default")
+        connection = ServerConnection(client)
+        request = await connection.next_request()
+        assert request is not None
+        plan = await WatchHandler()(
+            _ctx(request), ResourceResolver(store).resolve(_ctx(request).info)
+        )
+        assert isinstance(plan, WatchPlan)
+        with anyio.fail_after(10):
+            return await streamer.stream(plan, connection)
+
+    assert _run(main) is True
+    head, _, body = client.sent.partition(b"\r\n\r\n")
+    assert b"Transfer-Encoding: chunked" in head
+    assert b'"type":"ADDED"' in body and b'"name":"w1"' in body
+    assert body.endswith(b"0\r\n\r\n")
+    assert len(watches) == 0
