@@ -128,8 +128,10 @@ def _encode_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[bytes, byt
 class ServerConnection:
     """One accepted connection: an h11 state machine between a byte stream and requests.
 
-    Not safe for concurrent use except :meth:`wait_for_peer` beside a stream
-    being sent (that is how a watch notices its client went away).
+    Not safe for concurrent use, except while a response is streamed:
+    :meth:`wait_for_peer` may run beside it (that is how a watch notices its
+    client went away), and several tasks may :meth:`send_chunk` (a watch's
+    events and its bookmarks): a lock keeps each chunk whole on the wire.
     """
 
     def __init__(
@@ -140,6 +142,7 @@ class ServerConnection:
         self._h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=max_head)
         #: The method of the request being answered: a HEAD gets no body.
         self._method = ""
+        self._chunk_lock = anyio.Lock()
 
     # ------------------------------------------------------------------ reading
 
@@ -271,11 +274,13 @@ class ServerConnection:
     async def send_chunk(self, data: bytes) -> None:
         """One chunk of a streamed response (dropped after a HEAD: no body)."""
         if data and not self._head_request:
-            await self._send(h11.Data(data=data))
+            async with self._chunk_lock:
+                await self._send(h11.Data(data=data))
 
     async def end_stream(self) -> None:
         """The clean end of a streamed response (the terminating zero-length chunk)."""
-        await self._send(h11.EndOfMessage())
+        async with self._chunk_lock:
+            await self._send(h11.EndOfMessage())
 
     # ------------------------------------------------------------------ cycles
 
