@@ -1,31 +1,38 @@
-"""A minimal HTTP/1.1 server-side wire layer on anyio byte streams.
+"""The server side of HTTP/1.1 on anyio byte streams, framed by h11.
 
-Just what the Kubernetes API facade and the controller's probe server need:
-request line and headers, ``Content-Length`` and chunked request bodies,
-``Expect: 100-continue``, keep-alive, and fixed-length or chunked (streaming)
-responses. No runtime dependency beyond anyio, so the in-memory backend stays
-installable with the core's requirements only.
+h11 (pure Python, sans-I/O) owns the framing rules: request heads,
+``Content-Length`` and chunked bodies, ``Expect: 100-continue``, keep-alive
+and pipelining, and which responses may carry a body (never one to
+``HEAD``, to a 1xx, 204 or 304). This module owns what h11 leaves to its
+caller: the socket, the size limits, and the translation of h11's events
+into one :class:`Request` and of a response into h11's events.
+
+Both the Kubernetes API facade and the controller's probe server use it:
+one :class:`ServerConnection` per accepted connection, then per request
+``next_request`` and either ``respond`` (a whole body) or ``start_stream`` /
+``send_chunk`` / ``end_stream`` (a watch), and ``next_cycle`` to go on to the
+next request on a kept-alive connection.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import anyio
+import h11
 from anyio.abc import ByteStream
-from anyio.streams.buffered import BufferedByteReceiveStream
 
 __all__ = [
     "MAX_BODY",
-    "ChunkedWriter",
+    "MAX_HEAD",
     "HTTPProtocolError",
     "Request",
-    "read_request",
+    "ServerConnection",
     "reason_phrase",
-    "write_response",
 ]
 
 #: Bytes allowed in the request line plus headers.
@@ -33,6 +40,8 @@ MAX_HEAD: Final = 64 * 1024
 #: Bytes allowed in a request body (kube-apiserver limits objects to about 3 MiB).
 MAX_BODY: Final = 32 * 1024 * 1024
 _MAX_HEADERS: Final = 200
+#: How much one ``receive`` asks the socket for.
+_READ_SIZE: Final = 64 * 1024
 
 _REASONS: Final[dict[int, str]] = {
     100: "Continue",
@@ -108,144 +117,177 @@ class Request:
         return "close" not in tokens
 
 
-async def _read_line(reader: BufferedByteReceiveStream, budget: int) -> bytes:
-    try:
-        return await reader.receive_until(b"\r\n", max(budget, 1))
-    except anyio.DelimiterNotFound:
-        raise HTTPProtocolError(431, "request line or headers too large") from None
+#: What writing to, or reading from, a peer that went away raises.
+PEER_GONE: Final = (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
 
 
-async def read_request(reader: BufferedByteReceiveStream, writer: ByteStream) -> Request | None:
-    """Read one request; None when the peer closed the connection between requests.
+def _encode_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
+    return [(name.encode("latin-1"), value.encode("latin-1")) for name, value in headers]
 
-    ``writer`` is needed to answer ``Expect: 100-continue`` before the body.
+
+class ServerConnection:
+    """One accepted connection: an h11 state machine between a byte stream and requests.
+
+    Not safe for concurrent use, except while a response is streamed:
+    :meth:`wait_for_peer` may run beside it (that is how a watch notices its
+    client went away), and several tasks may :meth:`send_chunk` (a watch's
+    events and its bookmarks): a lock keeps each chunk whole on the wire.
     """
-    budget = MAX_HEAD
-    try:
-        line = await _read_line(reader, budget)
-    except (anyio.EndOfStream, anyio.IncompleteRead):
-        return None
-    while not line:  # RFC 9112 §2.2: ignore empty lines before a request line
-        try:
-            line = await _read_line(reader, budget)
-        except (anyio.EndOfStream, anyio.IncompleteRead):
+
+    def __init__(
+        self, stream: ByteStream, *, max_head: int = MAX_HEAD, max_body: int = MAX_BODY
+    ) -> None:
+        self.stream = stream
+        self.max_body = max_body
+        self._h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=max_head)
+        #: The method of the request being answered: a HEAD gets no body.
+        self._method = ""
+        self._chunk_lock = anyio.Lock()
+
+    # ------------------------------------------------------------------ reading
+
+    async def _next_event(self) -> h11.Event | type[h11.NEED_DATA] | type[h11.PAUSED]:
+        """The next event, reading from the socket as long as h11 needs more bytes."""
+        while True:
+            try:
+                event = self._h11.next_event()
+            except h11.RemoteProtocolError as exc:
+                raise HTTPProtocolError(exc.error_status_hint, str(exc)) from None
+            if event is not h11.NEED_DATA:
+                return event
+            try:
+                data = await self.stream.receive(_READ_SIZE)
+            except (anyio.EndOfStream, *PEER_GONE):
+                data = b""
+            self._h11.receive_data(data)
+
+    async def next_request(self) -> Request | None:
+        """Read one whole request; None when the peer closed the connection between
+        requests. Raises :class:`HTTPProtocolError` for a request that breaks HTTP/1.1
+        or the size limits; :meth:`respond_and_close` then answers it."""
+        event = await self._next_event()
+        if isinstance(event, h11.ConnectionClosed) or event is h11.PAUSED:
             return None
-    budget -= len(line) + 2
-    try:
-        method, target, version = line.decode("latin-1").split(" ")
-    except ValueError:
-        raise HTTPProtocolError(400, "malformed request line") from None
-    if version not in ("HTTP/1.1", "HTTP/1.0") or not method.isalpha():
-        raise HTTPProtocolError(400, f"unsupported protocol {version!r}")
-    headers: dict[str, str] = {}
-    while True:
-        try:
-            raw = await _read_line(reader, budget)
-        except anyio.IncompleteRead:
-            raise HTTPProtocolError(400, "connection closed inside the headers") from None
-        budget -= len(raw) + 2
-        if not raw:
-            break
-        if len(headers) >= _MAX_HEADERS:
+        if not isinstance(event, h11.Request):  # pragma: no cover - h11 guarantees it
+            raise HTTPProtocolError(400, f"unexpected {type(event).__name__}")
+        if len(event.headers) > _MAX_HEADERS:
             raise HTTPProtocolError(431, "too many headers")
-        name, sep, value = raw.decode("latin-1").partition(":")
-        if not sep or not name or name != name.strip():
-            raise HTTPProtocolError(400, f"malformed header line {raw[:80]!r}")
-        key = name.lower()
-        value = value.strip()
-        headers[key] = f"{headers[key]}, {value}" if key in headers else value
-    request = Request(method.upper(), target, version, headers)
-    if "100-continue" in headers.get("expect", "").lower() and version == "HTTP/1.1":
-        await writer.send(b"HTTP/1.1 100 Continue\r\n\r\n")
-    request.body = await _read_body(reader, headers)
-    return request
+        headers: dict[str, str] = {}
+        for name, value in event.headers:
+            key = name.decode("latin-1")
+            text = value.decode("latin-1")
+            headers[key] = f"{headers[key]}, {text}" if key in headers else text
+        length = headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > self.max_body:
+            raise HTTPProtocolError(413, f"request body larger than {self.max_body} bytes")
+        request = Request(
+            event.method.decode("ascii").upper(),
+            event.target.decode("latin-1"),
+            f"HTTP/{event.http_version.decode('ascii')}",
+            headers,
+        )
+        self._method = request.method
+        if self._h11.they_are_waiting_for_100_continue:
+            await self._send(
+                h11.InformationalResponse(status_code=100, headers=[], reason=b"Continue")
+            )
+        parts: list[bytes] = []
+        total = 0
+        while True:
+            event = await self._next_event()
+            if isinstance(event, h11.Data):
+                total += len(event.data)
+                if total > self.max_body:
+                    raise HTTPProtocolError(413, f"request body larger than {self.max_body} bytes")
+                parts.append(bytes(event.data))
+            elif isinstance(event, h11.EndOfMessage):
+                break
+            else:  # pragma: no cover - h11 ends a body with EndOfMessage or an error
+                raise HTTPProtocolError(400, "connection closed inside the request body")
+        request.body = b"".join(parts)
+        return request
 
-
-async def _read_body(reader: BufferedByteReceiveStream, headers: dict[str, str]) -> bytes:
-    try:
-        if "chunked" in headers.get("transfer-encoding", "").lower():
-            return await _read_chunked(reader)
-        length_text = headers.get("content-length")
-        if length_text is None:
-            return b""
+    async def wait_for_peer(self) -> None:
+        """Return when the peer sends anything or closes: a client sends nothing while
+        it watches, so either ends the watch. Bytes already buffered (a pipelined
+        request behind the watch) count at once."""
+        buffered, closed = self._h11.trailing_data
+        if buffered or closed:
+            return
         try:
-            length = int(length_text)
-        except ValueError:
-            raise HTTPProtocolError(400, "invalid Content-Length") from None
-        if length < 0:
-            raise HTTPProtocolError(400, "invalid Content-Length")
-        if length > MAX_BODY:
-            raise HTTPProtocolError(413, f"request body larger than {MAX_BODY} bytes")
-        return await reader.receive_exactly(length) if length else b""
-    except (anyio.EndOfStream, anyio.IncompleteRead):
-        raise HTTPProtocolError(400, "connection closed inside the request body") from None
+            await self.stream.receive(_READ_SIZE)
+        except (anyio.EndOfStream, *PEER_GONE):
+            pass
 
+    # ------------------------------------------------------------------ writing
 
-async def _read_chunked(reader: BufferedByteReceiveStream) -> bytes:
-    parts: list[bytes] = []
-    total = 0
-    while True:
-        size_line = await _read_line(reader, 1024)
-        try:
-            size = int(size_line.split(b";", 1)[0].strip(), 16)
-        except ValueError:
-            raise HTTPProtocolError(400, "malformed chunk size") from None
-        if size == 0:
-            while await _read_line(reader, MAX_HEAD):  # trailers, ignored
-                pass
-            return b"".join(parts)
-        total += size
-        if total > MAX_BODY:
-            raise HTTPProtocolError(413, f"request body larger than {MAX_BODY} bytes")
-        parts.append(await reader.receive_exactly(size))
-        if await reader.receive_exactly(2) != b"\r\n":
-            raise HTTPProtocolError(400, "malformed chunk terminator")
-
-
-def _head(status: int, headers: Iterable[tuple[str, str]]) -> bytes:
-    lines = [f"HTTP/1.1 {status} {reason_phrase(status)}"]
-    lines.extend(f"{name}: {value}" for name, value in headers)
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-
-
-async def write_response(
-    writer: ByteStream,
-    status: int,
-    headers: Iterable[tuple[str, str]],
-    body: bytes,
-    *,
-    keep_alive: bool,
-    head_only: bool = False,
-) -> None:
-    """Send a complete response with a Content-Length (one write for small bodies)."""
-    all_headers = [
-        *headers,
-        ("Content-Length", str(len(body))),
-        ("Connection", "keep-alive" if keep_alive else "close"),
-    ]
-    data = _head(status, all_headers)
-    if not head_only:
-        data += body
-    await writer.send(data)
-
-
-class ChunkedWriter:
-    """A streaming response in chunked transfer encoding (one chunk per ``send``)."""
-
-    def __init__(self, writer: ByteStream) -> None:
-        self._writer = writer
-        self.finished = False
-
-    async def start(self, status: int, headers: Iterable[tuple[str, str]]) -> None:
-        """Send the head now, so that clients return from their request before any event."""
-        all_headers = [*headers, ("Transfer-Encoding", "chunked")]
-        await self._writer.send(_head(status, all_headers))
-
-    async def send(self, data: bytes) -> None:
+    async def _send(self, event: h11.Event) -> None:
+        data = self._h11.send(event)
         if data:
-            await self._writer.send(b"%x\r\n%s\r\n" % (len(data), data))
+            await self.stream.send(data)
 
-    async def finish(self) -> None:
-        """The terminating zero-length chunk: a clean end of stream."""
-        self.finished = True
-        await self._writer.send(b"0\r\n\r\n")
+    def _head(self, status: int, headers: Iterable[tuple[str, str]]) -> h11.Response:
+        return h11.Response(
+            status_code=status,
+            headers=_encode_headers(headers),
+            reason=reason_phrase(status).encode("ascii"),
+        )
+
+    @property
+    def _head_request(self) -> bool:
+        return self._method == "HEAD"
+
+    async def respond(
+        self, status: int, headers: Iterable[tuple[str, str]], body: bytes, *, keep_alive: bool
+    ) -> None:
+        """Send a whole response with a ``Content-Length`` (no body to a HEAD)."""
+        all_headers = [
+            *headers,
+            ("Content-Length", str(len(body))),
+            ("Connection", "keep-alive" if keep_alive else "close"),
+        ]
+        head = self._h11.send(self._head(status, all_headers)) or b""
+        if body and not self._head_request:
+            head += self._h11.send(h11.Data(data=body)) or b""
+        head += self._h11.send(h11.EndOfMessage()) or b""
+        await self.stream.send(head)
+
+    async def respond_and_close(
+        self, status: int, headers: Iterable[tuple[str, str]], body: bytes
+    ) -> None:
+        """Answer and give up the connection (``Connection: close``): the probe server's
+        one request, or one :meth:`next_request` refused (if h11 still lets us answer)."""
+        # Too late to answer when the response had started: then just close.
+        with contextlib.suppress(h11.LocalProtocolError):
+            await self.respond(status, headers, body, keep_alive=False)
+
+    async def start_stream(self, status: int, headers: Iterable[tuple[str, str]]) -> None:
+        """Send the head of a streamed (chunked) response now, so that clients return
+        from their request before the first event."""
+        await self._send(self._head(status, [*headers, ("Transfer-Encoding", "chunked")]))
+
+    @property
+    def streams_body(self) -> bool:
+        """Whether chunks sent now reach the client (not after a HEAD)."""
+        return not self._head_request
+
+    async def send_chunk(self, data: bytes) -> None:
+        """One chunk of a streamed response (dropped after a HEAD: no body)."""
+        if data and not self._head_request:
+            async with self._chunk_lock:
+                await self._send(h11.Data(data=data))
+
+    async def end_stream(self) -> None:
+        """The clean end of a streamed response (the terminating zero-length chunk)."""
+        async with self._chunk_lock:
+            await self._send(h11.EndOfMessage())
+
+    # ------------------------------------------------------------------ cycles
+
+    def next_cycle(self) -> bool:
+        """After a complete response: whether the connection goes on to another request
+        (both sides kept it alive), and if so, get ready for it."""
+        if self._h11.our_state is h11.DONE and self._h11.their_state is h11.DONE:
+            self._h11.start_next_cycle()
+            return True
+        return False

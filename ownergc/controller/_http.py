@@ -1,4 +1,4 @@
-"""A tiny HTTP/1.1 server for probes, metrics and the debug graph, on the kit's wire.
+"""A tiny HTTP/1.1 server for probes, metrics and the debug graph, on the kit's h11 wire.
 
 Operational endpoints are small GETs answered from memory, so one request
 per connection (``Connection: close``) is plenty, and no web framework is
@@ -13,10 +13,9 @@ from dataclasses import dataclass, field
 
 import anyio
 import anyio.abc
-from anyio.streams.buffered import BufferedByteReceiveStream
 
 from ownergc._core.dump import graph_to_dot
-from ownergc._kit.http import HTTPProtocolError, read_request, write_response
+from ownergc._kit.http import HTTPProtocolError, ServerConnection
 from ownergc._kit.prometheus import CONTENT_TYPE
 from ownergc.controller._metrics import render_gc_metrics
 
@@ -36,9 +35,10 @@ Handler = Callable[[str, str, dict[str, list[str]]], Response]
 
 async def _handle(stream: anyio.abc.ByteStream, handler: Handler) -> None:
     async with stream:
+        connection = ServerConnection(stream)
         with anyio.move_on_after(10):
             try:
-                request = await read_request(BufferedByteReceiveStream(stream), stream)
+                request = await connection.next_request()
             except HTTPProtocolError as exc:
                 response = Response(exc.status, f"{exc}\n".encode())
             else:
@@ -50,9 +50,7 @@ async def _handle(stream: anyio.abc.ByteStream, handler: Handler) -> None:
                     response = Response(500, f"internal error: {exc}\n".encode())
             headers = [("Content-Type", response.content_type), *response.headers.items()]
             with contextlib.suppress(anyio.BrokenResourceError, ConnectionError):
-                await write_response(
-                    stream, response.status, headers, response.body, keep_alive=False
-                )
+                await connection.respond_and_close(response.status, headers, response.body)
 
 
 async def serve_http(

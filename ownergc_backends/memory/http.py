@@ -8,9 +8,10 @@ metadata-only and Table responses, and ``metav1.Status`` errors. It exists so
 that the kube backend and the controller can be tested over real HTTP, fast
 and deterministically, and so that ``kubectl --server`` can poke at a store.
 
-The HTTP/1.1 server is hand-written on anyio (see :mod:`ownergc._kit.http`) so that the
-in-memory backend needs nothing beyond the core's dependencies; it runs under
-asyncio and trio.
+The HTTP/1.1 wire is h11 on anyio (see :mod:`ownergc._kit.http`); it runs under
+asyncio and trio. Requests go down a pipeline of small parts (request info,
+a handler chain, a router, per-verb REST handlers), built here and described
+in :mod:`._apiserver`.
 
 Deliberate differences from kube-apiserver (``docs/http-facade.md`` has them all):
 
@@ -30,9 +31,9 @@ Deliberate differences from kube-apiserver (``docs/http-facade.md`` has them all
 from __future__ import annotations
 
 import contextlib
-import logging
+import json
+import os
 import threading
-import time
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -41,64 +42,47 @@ from typing import Any
 import anyio
 import anyio.abc
 import anyio.from_thread
-from anyio.abc import ByteStream, SocketAttribute
-from anyio.streams.buffered import BufferedByteReceiveStream
+from anyio.abc import SocketAttribute
 
-from ownergc._kit.http import (
-    HTTPProtocolError,
-    Request,
-    read_request,
-    write_response,
-)
-from ownergc.errors import (
-    APIError,
-    BadRequest,
-    MethodNotAllowed,
-    NotFound,
-    RESTMappingError,
-    UnsupportedPatchType,
-    error_for_status,
-)
-from ownergc.protocols import APIResource, JSONDict, Preconditions
+from ownergc.protocols import APIResource, JSONDict
 
-from ._facade_base import (
-    _APPLY_PATCH,
-    _PATCH_TYPES,
-    _RETURN_DELETED_OBJECT,
+from ._apiserver.admission import AdmissionChain
+from ._apiserver.context import Handler
+from ._apiserver.discovery import Discovery
+from ._apiserver.dryrun import DryRunPolicy, RefuseDryRun
+from ._apiserver.faults import StoreWrapper, gate_for, memory_store_behind
+from ._apiserver.fieldmanager import FieldManager, NoFieldManagement
+from ._apiserver.filters import (
+    AnonymousAuthenticator,
+    Authentication,
+    Authenticator,
     RequestCredentials,
+    RequestLog,
     RequestLogEntry,
-    StoreWrapper,
+    RequestRecorder,
+    StatusErrors,
+)
+from ._apiserver.openapi import EmptyOpenAPI, OpenAPIService
+from ._apiserver.responses import ConnectionServer
+from ._apiserver.rest import (
+    CreateHandler,
+    DeleteCollectionHandler,
+    DeleteHandler,
+    GetHandler,
+    ListHandler,
+    ObjectRenderer,
+    PatchHandler,
+    UpdateHandler,
     WriteHook,
-    _kube_verb,
-    _OpenWatch,
-    _ResourceRoute,
-    _WatchPlan,
-    memory_store_behind,
+    WriteHooks,
+    WriteSteps,
 )
-from ._facade_scale import ScaleRoutes
-from ._negotiation import (
-    _META_GROUP,
-    _error_response,
-    _HTTPError,
-    _json_body,
-    _json_response,
-    _Response,
-    _Target,
-    negotiate,
-    object_body,
-    query_flag,
-)
-from ._pages import ContinuePages, limit_of
-from ._printing import (
-    _OPENAPI_V2_JSON,
-    SERVER_VERSION,
-    _openapi_v2_protobuf,
-    _partial,
-    _table,
-)
-from ._selectors import (
-    _filter_from,
-)
+from ._apiserver.router import NonResourceRoutes, ResourceResolver, RESTDispatcher, Router
+from ._apiserver.scale import ScaleHandler
+from ._apiserver.watch import OpenWatches, WatchHandler, WatchStreamer
+from ._negotiation import negotiate as negotiate  # the tests' Accept checks import it here
+from ._pages import ContinuePages
+from ._tables import Printer, printer_for
 from .store import InMemoryStore
 
 __all__ = [
@@ -111,10 +95,8 @@ __all__ = [
     "serve_in_background",
 ]
 
-log = logging.getLogger("ownergc.memory.http")
 
-
-class KubeAPIServer(ScaleRoutes):
+class KubeAPIServer:
     """kube-apiserver's REST API over an :class:`InMemoryStore`, on a local TCP port.
 
     Start it with ``await task_group.start(server.serve)`` (or
@@ -130,6 +112,11 @@ class KubeAPIServer(ScaleRoutes):
     by it and watches read through it, so the faults it scripts (a 429 with
     Retry-After, a slow answer, a dropped or expired watch) reach clients as
     kube-apiserver would send them. The facade has no fault hooks of its own.
+
+    The keyword-only seams (``authenticator``, ``admission``, ``field_manager``,
+    ``dry_run``, ``openapi``) default to today's behaviour: anonymous requests,
+    no admission plugins, no managedFields and a 415 for server-side apply, a
+    400 for dry run, an empty ``/openapi/v2``.
     """
 
     def __init__(
@@ -138,22 +125,59 @@ class KubeAPIServer(ScaleRoutes):
         *,
         host: str = "127.0.0.1",
         port: int = 0,
+        authenticator: Authenticator | None = None,
+        admission: AdmissionChain | None = None,
+        field_manager: FieldManager | None = None,
+        dry_run: DryRunPolicy | None = None,
+        openapi: OpenAPIService | None = None,
     ) -> None:
         self.served = store
         self.store = memory_store_behind(store)
         self.host = host
         self.port = port
         self.url = ""
-        self.requests: list[RequestLogEntry] = []
-        self.request_credentials: list[RequestCredentials] = []
-        self.verb_counts: Counter[str] = Counter()
+        self.recorder = RequestRecorder()
         self.write_hooks: list[WriteHook] = []
-        self._watches: set[_OpenWatch] = set()
+        self._pages = ContinuePages()
+        self._watches = OpenWatches()
         self._portal: anyio.from_thread.BlockingPortal | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
         self._loop_thread: int | None = None
-        self._pages = ContinuePages()
-        self.bookmark_interval = 60.0
+
+        renderer = ObjectRenderer(self._printer)
+        writes = WriteSteps(
+            dry_run=dry_run or RefuseDryRun(),
+            admission=admission or AdmissionChain(),
+            fields=field_manager or NoFieldManagement(),
+            hooks=WriteHooks(self.write_hooks),
+        )
+        self.streamer = WatchStreamer(self.store, self.served, self._printer, self._watches)
+        router = Router(
+            NonResourceRoutes(openapi or EmptyOpenAPI()),
+            Discovery(self.store, lambda: self.url),
+            ResourceResolver(self.store),
+            gate_for(store),
+            RESTDispatcher(
+                get=GetHandler(self.store, renderer),
+                list=ListHandler(self.store, renderer, self._pages),
+                watch=WatchHandler(),
+                create=CreateHandler(self.store, renderer, writes),
+                update=UpdateHandler(self.store, renderer, writes),
+                patch=PatchHandler(self.store, renderer, writes),
+                delete=DeleteHandler(self.store, renderer, writes),
+                deletecollection=DeleteCollectionHandler(self.store, writes),
+                scale=ScaleHandler(self.store),
+            ),
+        )
+        chain: Handler = RequestLog(
+            StatusErrors(Authentication(router, authenticator or AnonymousAuthenticator())),
+            self.recorder,
+        )
+        self.connections = ConnectionServer(chain, self.streamer)
+
+    def _printer(self, resource: APIResource) -> Printer:
+        """How ``kubectl get`` shows ``resource`` (a CRD's printer columns for its kinds)."""
+        return printer_for(resource, self.store.crd_for(resource))
 
     # ------------------------------------------------------------------ serving
 
@@ -172,431 +196,78 @@ class KubeAPIServer(ScaleRoutes):
                 async with anyio.create_task_group() as tg:
                     self._task_group = tg
                     task_status.started(self.url)
-                    await listener.serve(self._connection, task_group=tg)
+                    await listener.serve(self.connections, task_group=tg)
             finally:
                 self._portal = None
                 self._task_group = None
                 self._loop_thread = None
                 self._watches.clear()
 
-    async def _connection(self, stream: ByteStream) -> None:
-        """One client connection: requests in sequence until either side closes it."""
-        reader = BufferedByteReceiveStream(stream)
-        try:
-            async with stream:
-                while True:
-                    try:
-                        request = await read_request(reader, stream)
-                    except HTTPProtocolError as exc:
-                        error = error_for_status(exc.status, exc.message, reason="BadRequest")
-                        response = _error_response(error)
-                        await write_response(
-                            stream, exc.status, response.headers, response.body, keep_alive=False
-                        )
-                        return
-                    if request is None:
-                        return
-                    if not await self._handle(request, stream, reader):
-                        return
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, ConnectionError, OSError):
-            pass  # the client went away; nothing to answer
-        except Exception:  # pragma: no cover - a bug here must not stop the server
-            log.exception("unexpected error on an HTTP connection")
+    # ------------------------------------------------------------------ state
 
-    async def _handle(
-        self, request: Request, stream: ByteStream, reader: BufferedByteReceiveStream
-    ) -> bool:
-        """Answer one request; returns whether the connection stays open."""
-        started = time.monotonic()
-        verb = _kube_verb(request)
-        self.verb_counts[verb] += 1
-        keep_alive = request.keep_alive
-        result: _Response | _WatchPlan
-        try:
-            result = await self._route(request)
-        except APIError as exc:
-            result = _error_response(exc)
-        except _HTTPError as exc:
-            result = _error_response(exc.error)
-        except RESTMappingError as exc:
-            result = _error_response(NotFound(str(exc), reason="NotFound"))
-        except Exception as exc:
-            log.exception("internal error answering %s %s", request.method, request.target)
-            result = _error_response(
-                error_for_status(500, f"internal error: {exc!r}", reason="InternalError")
-            )
-        if isinstance(result, _WatchPlan):
-            self._log(request, 200)
-            _log_request(request, 200, started, "watch opened")
-            try:
-                return await self._stream_watch(result, stream, reader) and keep_alive
-            finally:
-                _log_request(request, 200, started, "watch closed")
-        self._log(request, result.status)
-        _log_request(request, result.status, started)
-        await write_response(
-            stream,
-            result.status,
-            result.headers,
-            result.body,
-            keep_alive=keep_alive,
-            head_only=request.method == "HEAD",
-        )
-        return keep_alive
+    @property
+    def requests(self) -> list[RequestLogEntry]:
+        """Every request served, in order, with the status answered."""
+        return self.recorder.requests
 
-    async def _route(self, request: Request) -> _Response | _WatchPlan:
-        path = request.path.rstrip("/") or "/"
-        segments = [s for s in path.split("/") if s]
-        if request.method not in ("GET", "HEAD") and (
-            not segments or segments[0] not in ("api", "apis")
-        ):
-            raise _HTTPError(405, "MethodNotAllowed", f"{request.method} is not allowed on {path}")
-        if not segments:
-            paths = ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/version"]
-            return _json_response(200, {"paths": paths})
-        head = segments[0]
-        if head in ("healthz", "livez", "readyz"):
-            return _Response(200, b"ok", [("Content-Type", "text/plain; charset=utf-8")])
-        if head == "version" and len(segments) == 1:
-            return _json_response(200, SERVER_VERSION)
-        if path == "/openapi/v2":
-            accept = request.headers.get("accept", "")
-            if "protobuf" in accept:
-                # Go's mime parser rejects the "@" of the requested type: answer octet-stream.
-                headers = [("Content-Type", "application/octet-stream")]
-                return _Response(200, _openapi_v2_protobuf(), headers)
-            return _json_response(200, _OPENAPI_V2_JSON)
-        if head == "api":
-            if len(segments) == 1:
-                negotiate(request.headers.get("accept"), conversions=False)
-                return self._api_versions()
-            if segments[1] != "v1":
-                raise self._no_route(path)
-            return await self._group_version(request, "", "v1", segments[2:])
-        if head == "apis":
-            if len(segments) == 1:
-                negotiate(request.headers.get("accept"), conversions=False)
-                return _json_response(200, await self._group_list())
-            if len(segments) == 2:
-                negotiate(request.headers.get("accept"), conversions=False)
-                group = await self._group(segments[1])
-                if group is None:
-                    raise self._no_route(path)
-                return _json_response(200, group)
-            return await self._group_version(request, segments[1], segments[2], segments[3:])
-        raise self._no_route(path)
+    @property
+    def request_credentials(self) -> list[RequestCredentials]:
+        return self.recorder.request_credentials
 
-    # ------------------------------------------------------------------ discovery
+    @property
+    def verb_counts(self) -> Counter[str]:
+        return self.recorder.verb_counts
 
-    # ------------------------------------------------------------------ resources
+    @property
+    def bookmark_interval(self) -> float:
+        """Seconds between BOOKMARK events on an idle watch that allows them."""
+        return self.streamer.bookmark_interval
 
-    async def _group_version(
-        self, request: Request, group: str, version: str, rest: list[str]
-    ) -> _Response | _WatchPlan:
-        if not rest:
-            negotiate(request.headers.get("accept"), conversions=False)
-            await self._admit("discover", None, f"{group}/{version}" if group else version)
-            return await self._resource_list(group, version)
-        route = self._resource_route(group, version, rest, request.path)
-        await self._admit(_kube_verb(request), route.resource, route.name)
-        method = request.method
-        if route.subresource is not None and method not in ("GET", "HEAD", "PUT", "PATCH"):
-            raise MethodNotAllowed(
-                f"the server does not allow this method on the requested resource ({method})",
-                reason="MethodNotAllowed",
-            )
-        if route.subresource == "scale":
-            return await self._scale(request, route)
-        if route.name is None:
-            if method in ("GET", "HEAD"):
-                if query_flag(request, "watch"):
-                    return self._watch_plan(request, route)
-                return await self._list(request, route)
-            if method == "POST":
-                return await self._create(request, route)
-            if method == "DELETE":
-                return await self._delete_collection(request, route)
-        else:
-            if method in ("GET", "HEAD"):
-                return await self._get(request, route)
-            if method == "PUT":
-                return await self._update(request, route)
-            if method == "PATCH":
-                return await self._patch(request, route)
-            if method == "DELETE":
-                return await self._delete(request, route)
-        raise MethodNotAllowed(
-            f"the server does not allow this method on the requested resource ({method})",
-            reason="MethodNotAllowed",
-        )
-
-    def _resource_route(
-        self, group: str, version: str, rest: list[str], path: str
-    ) -> _ResourceRoute:
-        namespace: str | None = None
-        if (
-            rest[0] == "namespaces"
-            and len(rest) >= 3
-            and not (group == "" and len(rest) == 3 and rest[2] in ("status", "finalize"))
-        ):
-            namespace, rest = rest[1], rest[2:]
-        subresource = rest[2] if len(rest) == 3 else None
-        if len(rest) > 3 or (subresource is not None and subresource not in ("status", "scale")):
-            raise NotFound(
-                f"subresource {rest[2]!r} is not served by this server (path {path})",
-                reason="NotFound",
-            )
-        name = rest[1] if len(rest) >= 2 else None
-        qualified = f"{rest[0]}.{version}" + (f".{group}" if group else "")
-        try:
-            resource = self.store.resource_by_name(qualified)
-        except RESTMappingError:
-            raise self._no_route(path) from None
-        if resource.group != group or resource.version != version:
-            raise self._no_route(path)
-        if namespace is not None and not resource.namespaced:
-            raise self._no_route(path)
-        if namespace is None and name is not None and resource.namespaced:
-            raise self._no_route(path)
-        if subresource is not None and subresource not in self.store.subresources_of(resource):
-            raise NotFound(
-                f"subresource {subresource!r} is not served by this server (path {path})",
-                reason="NotFound",
-            )
-        return _ResourceRoute(resource, namespace, name, subresource)
-
-    async def _list(self, request: Request, route: _ResourceRoute) -> _Response:
-        target = negotiate(request.headers.get("accept"), conversions=True)
-        if target.kind == "PartialObjectMetadata":
-            raise _HTTPError(
-                406,
-                "NotAcceptable",
-                "you requested PartialObjectMetadata, but the requested object is a list",
-            )
-        selector = _filter_from(request)
-        include = request.param("includeObject") or "PartialObjectMetadata"
-        # A Table's cells come from the whole object (its rows carry what was asked).
-        metadata_only = target.kind == "PartialObjectMetadataList"
-        token = request.param("continue")
-        if token:
-            items, rv = self._pages.resume(token, route.key)
-        else:
-            listed = await self.store.list(
-                route.resource, namespace=route.namespace, metadata_only=metadata_only
-            )
-            items = [o for o in listed.items if selector.matches(o)]
-            rv = listed.resource_version
-        list_meta: JSONDict = {"resourceVersion": rv}
-        limit = limit_of(request.param("limit"))
-        if limit and len(items) > limit:
-            rest = items[limit:]
-            items = items[:limit]
-            list_meta["continue"] = self._pages.save(rest, rv, route.key)
-            list_meta["remainingItemCount"] = len(rest)
-        if target.kind == "Table":
-            table = _table(items, target.version, include, rv, self._printer(route.resource))
-            table["metadata"] = {**table.get("metadata", {}), **list_meta}
-            return _json_response(200, table)
-        if target.kind == "PartialObjectMetadataList":
-            body: JSONDict = {
-                "kind": "PartialObjectMetadataList",
-                "apiVersion": f"{_META_GROUP}/{target.version}",
-                "metadata": list_meta,
-                "items": [_partial(o, target.version) for o in items],
-            }
-        else:
-            body = {
-                "kind": f"{route.resource.kind}List",
-                "apiVersion": route.resource.api_version,
-                "metadata": list_meta,
-                "items": items,
-            }
-        return _json_response(200, body)
-
-    def _render_one(
-        self, request: Request, obj: JSONDict, target: _Target, route: _ResourceRoute
-    ) -> JSONDict:
-        if target.kind == "PartialObjectMetadataList":
-            raise _HTTPError(
-                406,
-                "NotAcceptable",
-                "you requested PartialObjectMetadataList, but the requested object is not a list",
-            )
-        if target.kind == "PartialObjectMetadata":
-            return _partial(obj, target.version)
-        if target.kind == "Table":
-            include = request.param("includeObject") or "PartialObjectMetadata"
-            rv = (obj.get("metadata") or {}).get("resourceVersion")
-            return _table([obj], target.version, include, rv, self._printer(route.resource))
-        return obj
-
-    async def _get(self, request: Request, route: _ResourceRoute) -> _Response:
-        target = negotiate(request.headers.get("accept"), conversions=True)
-        assert route.name is not None
-        obj = await self.store.get(
-            route.resource,
-            route.name,
-            namespace=route.namespace,
-            metadata_only=False,
-        )
-        return _json_response(200, self._render_one(request, obj, target, route))
-
-    def _check_dry_run(self, request: Request, options: JSONDict | None = None) -> None:
-        dry_run = request.query.get("dryRun") or (options or {}).get("dryRun")
-        if dry_run:
-            raise BadRequest("dryRun is not supported by this server", reason="BadRequest")
-
-    async def _run_hooks(self, verb: str, resource: APIResource, obj: JSONDict) -> None:
-        for hook in list(self.write_hooks):
-            await hook(verb, resource, obj)
-
-    async def _create(self, request: Request, route: _ResourceRoute) -> _Response:
-        target = negotiate(request.headers.get("accept"), conversions=True)
-        self._check_dry_run(request)
-        body = object_body(request, "the object to create")
-        created = await self.store.create(route.resource, body, namespace=route.namespace)
-        await self._run_hooks("create", route.resource, created)
-        return _json_response(201, self._render_one(request, created, target, route))
-
-    async def _update(self, request: Request, route: _ResourceRoute) -> _Response:
-        target = negotiate(request.headers.get("accept"), conversions=True)
-        self._check_dry_run(request)
-        body = object_body(request, "the object to update")
-        assert route.name is not None
-        if isinstance(body, dict):
-            meta = body.get("metadata")
-            if meta is None:
-                body["metadata"] = meta = {}
-            if isinstance(meta, dict):
-                name = meta.setdefault("name", route.name)
-                if name != route.name:
-                    raise BadRequest(
-                        f"the name of the object ({name}) does not match the name on the URL "
-                        f"({route.name})",
-                        reason="BadRequest",
-                    )
-        updated = await self.store.update(
-            route.resource, body, namespace=route.namespace, subresource=route.subresource
-        )
-        await self._run_hooks("update", route.resource, updated)
-        return _json_response(200, self._render_one(request, updated, target, route))
-
-    async def _patch(self, request: Request, route: _ResourceRoute) -> _Response:
-        target = negotiate(request.headers.get("accept"), conversions=True)
-        self._check_dry_run(request)
-        content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-        patch_type = _PATCH_TYPES.get(content_type)
-        if patch_type is None:
-            extra = (
-                " (server-side apply is not supported by this server)"
-                if content_type == _APPLY_PATCH
-                else ""
-            )
-            raise UnsupportedPatchType(
-                f'the body of the request was in an unknown format "{content_type}"{extra} - '
-                "accepted media types include: application/json-patch+json, "
-                "application/merge-patch+json, application/strategic-merge-patch+json",
-                reason="UnsupportedMediaType",
-            )
-        document = _json_body(request.body, "the patch")
-        assert route.name is not None
-        patched = await self.store.patch(
-            route.resource,
-            route.name,
-            document,
-            patch_type=patch_type,
-            namespace=route.namespace,
-            subresource=route.subresource,
-        )
-        await self._run_hooks("patch", route.resource, patched)
-        return _json_response(200, self._render_one(request, patched, target, route))
-
-    async def _delete(self, request: Request, route: _ResourceRoute) -> _Response:
-        target = negotiate(request.headers.get("accept"), conversions=True)
-        options = self._delete_options(request)
-        self._check_dry_run(request, options)
-        raw = options.get("preconditions")
-        preconditions = None
-        if raw is not None:
-            if not isinstance(raw, dict):
-                raise BadRequest("preconditions must be an object", reason="BadRequest")
-            preconditions = Preconditions(
-                uid=raw.get("uid"), resource_version=raw.get("resourceVersion")
-            )
-        orphan = options.get("orphanDependents")
-        assert route.name is not None
-        obj, removed = await self.store.delete_and_report(
-            route.resource,
-            route.name,
-            namespace=route.namespace,
-            propagation_policy=options.get("propagationPolicy"),
-            preconditions=preconditions,
-            orphan_dependents=orphan,
-        )
-        await self._run_hooks("delete", route.resource, obj)
-        resource = route.resource
-        if removed and (resource.group, resource.resource) not in _RETURN_DELETED_OBJECT:
-            meta = obj.get("metadata") or {}
-            status: JSONDict = {
-                "kind": "Status",
-                "apiVersion": "v1",
-                "metadata": {},
-                "status": "Success",
-                "details": {
-                    "name": route.name,
-                    "group": resource.group,
-                    "kind": resource.resource,
-                    "uid": meta.get("uid", ""),
-                },
-            }
-            return _json_response(200, status)
-        # 202 only when the object remains and the client asked for cascading
-        # through the deprecated orphanDependents=false (kube-apiserver's rule).
-        code = 202 if not removed and orphan is False else 200
-        return _json_response(code, self._render_one(request, obj, target, route))
-
-    async def _delete_collection(self, request: Request, route: _ResourceRoute) -> _Response:
-        """deletecollection: every matching object is deleted with the same options."""
-        options = self._delete_options(request)
-        self._check_dry_run(request, options)
-        selector = _filter_from(request)
-        listed = await self.store.list(route.resource, namespace=route.namespace)
-        items = []
-        for item in listed.items:
-            if not selector.matches(item):
-                continue
-            meta = item["metadata"]
-            try:
-                obj, _ = await self.store.delete_and_report(
-                    route.resource,
-                    meta["name"],
-                    namespace=meta.get("namespace"),
-                    propagation_policy=options.get("propagationPolicy"),
-                    orphan_dependents=options.get("orphanDependents"),
-                )
-            except NotFound:
-                continue
-            await self._run_hooks("delete", route.resource, obj)
-            items.append(obj)
-        body = {
-            "kind": f"{route.resource.kind}List",
-            "apiVersion": route.resource.api_version,
-            "metadata": {"resourceVersion": self.store.resource_version},
-            "items": items,
-        }
-        return _json_response(200, body)
-
-    # ------------------------------------------------------------------ watch
-
-    async def _admit(self, verb: str, resource: APIResource | None, name: str | None) -> None:
-        """Let a wrapper of the store (e.g. FaultyStore) fail or delay this request."""
-        if not isinstance(self.served, InMemoryStore):
-            await self.served.admit(verb, resource, name=name)
+    @bookmark_interval.setter
+    def bookmark_interval(self, seconds: float) -> None:
+        self.streamer.bookmark_interval = seconds
 
     @property
     def open_watches(self) -> int:
         """How many watch streams are being served right now."""
         return len(self._watches)
+
+    def request_count(self, verb: str | None = None) -> int:
+        """Requests served, of one kube verb or in total."""
+        return self.recorder.count(verb)
+
+    def clear_requests(self) -> None:
+        """Forget :attr:`requests` and :attr:`verb_counts` (e.g. after setup)."""
+        self.recorder.clear()
+
+    # ------------------------------------------------------------------ kubeconfig
+
+    def kubeconfig(self, *, context: str = "ownergc", namespace: str = "default") -> JSONDict:
+        """A kubeconfig for :attr:`url` with no credentials (the server has no auth)."""
+        if not self.url:
+            raise RuntimeError("the server is not serving yet: no URL for a kubeconfig")
+        return {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": context, "cluster": {"server": self.url}}],
+            "users": [{"name": context, "user": {}}],
+            "contexts": [
+                {
+                    "name": context,
+                    "context": {"cluster": context, "user": context, "namespace": namespace},
+                }
+            ],
+            "current-context": context,
+            "preferences": {},
+        }
+
+    def write_kubeconfig(self, path: str | os.PathLike[str], **kw: str) -> None:
+        """Write :meth:`kubeconfig` as JSON (which every YAML reader accepts)."""
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(self.kubeconfig(**kw), f, indent=2)
+            f.write("\n")
+
+    # ------------------------------------------------------------------ sync helpers
 
     def _in_loop(self, func: Callable[[], None]) -> None:
         """Run ``func`` on the server's event loop thread (cancel scopes live there)."""
@@ -605,31 +276,6 @@ class KubeAPIServer(ScaleRoutes):
             func()
         else:
             portal.call(func)
-
-    # ------------------------------------------------------------------ request log
-
-    def _log(self, request: Request, status: int) -> None:
-        self.requests.append(RequestLogEntry(request.method, request.path, status))
-        headers = request.headers
-        self.request_credentials.append(
-            RequestCredentials(headers.get("user-agent", ""), headers.get("authorization", ""))
-        )
-
-    def request_count(self, verb: str | None = None) -> int:
-        """Requests served, of one kube verb (see :meth:`inject`) or in total."""
-        if verb is None:
-            return sum(self.verb_counts.values())
-        return self.verb_counts[verb]
-
-    def clear_requests(self) -> None:
-        """Forget :attr:`requests` and :attr:`verb_counts` (e.g. after setup)."""
-        self.requests.clear()
-        self.request_credentials.clear()
-        self.verb_counts.clear()
-
-    # ------------------------------------------------------------------ kubeconfig
-
-    # ------------------------------------------------------------------ sync helpers
 
     def call(self, func: Callable[..., Awaitable[Any]], *args: Any) -> Any:
         """Run ``await func(*args)`` on the server's loop from another thread.
@@ -654,14 +300,6 @@ class KubeAPIServer(ScaleRoutes):
             tg.start_soon(func, *args)
 
         self._in_loop(start)
-
-
-def _log_request(request: Request, status: int, started: float, note: str = "") -> None:
-    """One line per request at INFO (``ownergc serve -v``): what a client really sent."""
-    if log.isEnabledFor(logging.INFO):
-        ms = (time.monotonic() - started) * 1000
-        suffix = f" ({note})" if note else ""
-        log.info("%s %s %d %.1fms%s", request.method, request.target, status, ms, suffix)
 
 
 @asynccontextmanager

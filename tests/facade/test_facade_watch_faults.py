@@ -326,7 +326,9 @@ def test_restart_on_the_same_port_keeps_the_store(store: InMemoryStore) -> None:
             await tg.start(first.serve)  # serving again reuses the port
             assert first.port == port
             async with await anyio.connect_tcp("127.0.0.1", port) as s:
-                await s.send(f"GET {BASE}/kept HTTP/1.1\r\nConnection: close\r\n\r\n".encode())
+                await s.send(
+                    f"GET {BASE}/kept HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode()
+                )
                 assert (await s.receive()).startswith(b"HTTP/1.1 200")
             tg.cancel_scope.cancel()
 
@@ -376,7 +378,7 @@ def test_serves_under_both_anyio_backends(store: InMemoryStore, backend: str) ->
             serve_in_background(store) as server,
             await anyio.connect_tcp("127.0.0.1", server.port) as s,
         ):
-            await s.send(b"GET /api/v1/namespaces HTTP/1.1\r\nConnection: close\r\n\r\n")
+            await s.send(b"GET /api/v1/namespaces HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
             data = b""
             with anyio.fail_after(5):
                 while True:

@@ -1,30 +1,68 @@
-"""Discovery of the REST facade: /api, /apis, group and resource lists."""
+"""Discovery: ``/api``, ``/apis``, a group, and a group version's resource list."""
 
 from __future__ import annotations
 
-from ownergc.errors import (
-    Unavailable,
-)
+from collections.abc import Callable
+from typing import Final
+
+from ownergc.errors import Unavailable
 from ownergc.protocols import APIResource, JSONDict
 
-from ._facade_base import (
-    _ALL_CATEGORY,
-    _SHORT_NAMES,
-    FacadeState,
+from .._negotiation import _json_response, _Response
+from ..store import InMemoryStore
+from .context import no_route
+
+__all__ = ["Discovery"]
+
+_SHORT_NAMES: Final[dict[tuple[str, str], list[str]]] = {
+    ("", "namespaces"): ["ns"],
+    ("", "nodes"): ["no"],
+    ("", "pods"): ["po"],
+    ("", "configmaps"): ["cm"],
+    ("", "services"): ["svc"],
+    ("", "serviceaccounts"): ["sa"],
+    ("", "replicationcontrollers"): ["rc"],
+    ("", "persistentvolumeclaims"): ["pvc"],
+    ("", "persistentvolumes"): ["pv"],
+    ("", "events"): ["ev"],
+    ("apps", "deployments"): ["deploy"],
+    ("apps", "replicasets"): ["rs"],
+    ("apps", "daemonsets"): ["ds"],
+    ("apps", "statefulsets"): ["sts"],
+    ("batch", "cronjobs"): ["cj"],
+    ("events.k8s.io", "events"): ["ev"],
+    ("apiextensions.k8s.io", "customresourcedefinitions"): ["crd", "crds"],
+}
+
+
+#: ``kubectl get all`` expands the "all" category.
+_ALL_CATEGORY: Final = frozenset(
+    {
+        ("", "pods"),
+        ("", "services"),
+        ("", "replicationcontrollers"),
+        ("apps", "deployments"),
+        ("apps", "replicasets"),
+        ("apps", "daemonsets"),
+        ("apps", "statefulsets"),
+        ("batch", "jobs"),
+        ("batch", "cronjobs"),
+    }
 )
-from ._negotiation import (
-    _json_response,
-    _Response,
-)
-
-__all__ = ["DiscoveryRoutes"]
 
 
-class DiscoveryRoutes(FacadeState):
-    """The discovery documents kubectl and client-go read."""
+class Discovery:
+    """The discovery documents kubectl and client-go read, from the store's registry.
 
-    def _api_versions(self) -> _Response:
-        address = self.url.removeprefix("http://")
+    ``address`` gives the server's URL when asked (it is known once serving).
+    """
+
+    def __init__(self, store: InMemoryStore, address: Callable[[], str]) -> None:
+        self.store = store
+        self.address = address
+
+    def api_versions(self) -> _Response:
+        address = self.address().removeprefix("http://")
         return _json_response(
             200,
             {
@@ -44,7 +82,7 @@ class DiscoveryRoutes(FacadeState):
             by_gv.setdefault(r.api_version, []).append(r)
         return by_gv, dict(result.failed)
 
-    async def _group_list(self) -> JSONDict:
+    async def group_list(self) -> JSONDict:
         by_gv, failed = await self._discovered()
         groups: dict[str, list[str]] = {}
         preferred: dict[str, str] = {}
@@ -81,14 +119,14 @@ class DiscoveryRoutes(FacadeState):
             "preferredVersion": {"groupVersion": f"{name}/{preferred}", "version": preferred},
         }
 
-    async def _group(self, name: str) -> JSONDict | None:
-        listing = await self._group_list()
+    async def group(self, name: str) -> JSONDict | None:
+        listing = await self.group_list()
         for group in listing["groups"]:
             if group["name"] == name:
                 return dict(group)
         return None
 
-    async def _resource_list(self, group: str, version: str) -> _Response:
+    async def resource_list(self, group: str, version: str) -> _Response:
         by_gv, failed = await self._discovered()
         gv = f"{group}/{version}" if group else version
         if gv in failed:
@@ -97,7 +135,7 @@ class DiscoveryRoutes(FacadeState):
                 reason="ServiceUnavailable",
             )
         if gv not in by_gv:
-            raise self._no_route(f"/{gv}")
+            raise no_route()
         entries = []
         for r in by_gv[gv]:
             entry: JSONDict = {

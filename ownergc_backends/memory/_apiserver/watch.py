@@ -1,70 +1,49 @@
-"""Watch streams of the REST facade: chunked JSON events from the store's event log."""
+"""Watches: the planner reads a ``?watch=1`` request into a :class:`WatchPlan` (a reply
+like any other); the streamer sends it as chunked JSON events from the store's event
+log, once the response writer hands it the connection."""
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import anyio
-import anyio.abc
-import anyio.from_thread
-from anyio.abc import ByteStream
-from anyio.streams.buffered import BufferedByteReceiveStream
 
-from ownergc._kit.http import (
-    ChunkedWriter,
-    Request,
-)
-from ownergc.errors import (
-    APIError,
-    BadRequest,
-    Invalid,
-    Unavailable,
-)
-from ownergc.protocols import JSONDict, WatchEvent
+from ownergc._kit.http import PEER_GONE, ServerConnection
+from ownergc.errors import APIError, BadRequest, Invalid, Unavailable
+from ownergc.protocols import APIResource, JSONDict, WatchEvent
 
-from ._facade_base import (
-    _key,
-    _OpenWatch,
-    _ResourceRoute,
-    _WatchPlan,
-)
-from ._facade_discovery import DiscoveryRoutes
-from ._negotiation import (
-    _JSON_HEADERS,
-    _encode,
-    negotiate,
-    query_flag,
-)
-from ._printing import (
-    _partial,
-    _table,
-)
-from ._selectors import (
-    _Filter,
-    _filter_from,
-)
+from .._negotiation import _JSON_HEADERS, _encode, negotiate, query_flag
+from .._printing import _partial, _table
+from .._selectors import _Filter, _filter_from
+from .._tables import Printer
+from ..store import InMemoryStore
+from .context import Reply, RequestContext, ResourceRoute, WatchPlan
 
-__all__ = ["WatchRoutes"]
+__all__ = ["OpenWatches", "WatchHandler", "WatchSource", "WatchStreamer"]
 
 
-@dataclass(slots=True)
-class _PumpState:
-    """What one watch stream has sent so far."""
+class WatchSource(Protocol):
+    """Where events come from: the store, or a wrapper of it that scripts faults."""
 
-    plan: _WatchPlan
-    first_table: bool
-    resource_version: str = ""
+    def watch(
+        self,
+        resource: APIResource,
+        *,
+        resource_version: str,
+        namespace: str | None = None,
+        metadata_only: bool = True,
+        timeout_seconds: float | None = None,
+    ) -> AsyncIterator[WatchEvent]: ...
 
 
-#: What writing to a client that went away raises.
-_PEER_GONE = (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
+class WatchHandler:
+    """The ``watch`` verb: validates the query and plans the stream (nothing sent yet)."""
 
-
-class WatchRoutes(DiscoveryRoutes):
-    """Serving ``?watch=1`` requests."""
-
-    def _watch_plan(self, request: Request, route: _ResourceRoute) -> _WatchPlan:
+    async def __call__(self, ctx: RequestContext, route: ResourceRoute) -> Reply:
+        request = ctx.request
         target = negotiate(request.headers.get("accept"), conversions=True)
         rv = request.param("resourceVersion") or ""
         if rv and not (rv.isdigit()):
@@ -89,7 +68,7 @@ class WatchRoutes(DiscoveryRoutes):
                 "and allowWatchBookmarks=true",
                 reason="Invalid",
             )
-        return _WatchPlan(
+        return WatchPlan(
             route=route,
             resource_version=rv,
             timeout=timeout,
@@ -100,9 +79,59 @@ class WatchRoutes(DiscoveryRoutes):
             bookmarks=bookmarks,
         )
 
-    async def _stream_watch(
-        self, plan: _WatchPlan, stream: ByteStream, reader: BufferedByteReceiveStream
-    ) -> bool:
+
+class OpenWatches:
+    """The watch streams being served, each with the cancel scope that ends it."""
+
+    def __init__(self) -> None:
+        self.scopes: set[anyio.CancelScope] = set()
+
+    def __len__(self) -> int:
+        return len(self.scopes)
+
+    def clear(self) -> None:
+        self.scopes.clear()
+
+
+@dataclass(slots=True)
+class _PumpState:
+    """What one watch stream has sent so far."""
+
+    plan: WatchPlan
+    first_table: bool
+    resource_version: str = ""
+
+
+def _key(obj: JSONDict) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return (meta.get("namespace") or "", meta.get("name") or "")
+
+
+class WatchStreamer:
+    """Streams a :class:`WatchPlan` on a connection.
+
+    ``store`` answers the initial list of a watch-list; ``source`` (the store
+    or its wrapper) gives the events; ``printers`` the Table columns;
+    ``watches`` counts the open streams. ``bookmark_interval``: seconds between
+    BOOKMARK events on an idle watch that allows them.
+    """
+
+    def __init__(
+        self,
+        store: InMemoryStore,
+        source: WatchSource,
+        printers: Callable[[APIResource], Printer],
+        watches: OpenWatches,
+        *,
+        bookmark_interval: float = 60.0,
+    ) -> None:
+        self.store = store
+        self.source = source
+        self.printers = printers
+        self.watches = watches
+        self.bookmark_interval = bookmark_interval
+
+    async def stream(self, plan: WatchPlan, connection: ServerConnection) -> bool:
         """Stream events as newline-delimited JSON in chunks; returns keep-alive.
 
         Errors after the stream started (too old resourceVersion, a store
@@ -111,10 +140,13 @@ class WatchRoutes(DiscoveryRoutes):
         connection (:class:`Unavailable` from a wrapper of the store) ends it
         abruptly: no terminating chunk, the connection just closes.
         """
-        writer = ChunkedWriter(stream)
-        await writer.start(200, _JSON_HEADERS)
-        handle = _OpenWatch(anyio.CancelScope())
-        self._watches.add(handle)
+        await connection.start_stream(200, _JSON_HEADERS)
+        if not connection.streams_body:
+            # A HEAD gets the head of the watch and no events (no body, ever).
+            await connection.end_stream()
+            return True
+        scope = anyio.CancelScope()
+        self.watches.scopes.add(scope)
         peer_closed = dropped = False
         try:
             async with anyio.create_task_group() as tg:
@@ -124,33 +156,33 @@ class WatchRoutes(DiscoveryRoutes):
                     # A client sends nothing while it watches: any read result
                     # (EOF or stray bytes) ends the stream.
                     with contextlib.suppress(Exception):
-                        await reader.receive()
+                        await connection.wait_for_peer()
                     peer_closed = True
-                    handle.scope.cancel()
+                    scope.cancel()
 
                 tg.start_soon(watch_peer)
-                with handle.scope:
+                with scope:
                     try:
-                        dropped = await self._pump_events(plan, writer)
-                    except _PEER_GONE:
+                        dropped = await self._pump_events(plan, connection)
+                    except PEER_GONE:
                         # The client went away mid-event: an ordinary end of a watch.
                         peer_closed = True
                 tg.cancel_scope.cancel()
         finally:
-            self._watches.discard(handle)
+            self.watches.scopes.discard(scope)
         if peer_closed or dropped:
             # Abrupt end: no terminating chunk, the connection just closes.
             return False
-        await writer.finish()
+        await connection.end_stream()
         return True
 
     @staticmethod
     def _error_event(error: APIError) -> bytes:
         return _encode({"type": "ERROR", "object": error.to_status()}) + b"\n"
 
-    async def _pump_events(self, plan: _WatchPlan, writer: ChunkedWriter) -> bool:
+    async def _pump_events(self, plan: WatchPlan, writer: ServerConnection) -> bool:
         """Send the events; True when the connection is lost (a wrapper of the store
-        dropped it, or the client went away), see :meth:`_stream_watch`."""
+        dropped it, or the client went away), see :meth:`stream`."""
         route, target, selector = plan.route, plan.target, plan.filter
         rv = plan.resource_version
         metadata_only = target.kind in ("PartialObjectMetadata", "PartialObjectMetadataList")
@@ -163,11 +195,11 @@ class WatchRoutes(DiscoveryRoutes):
             )
             for obj in listed.items:
                 if selector.matches(obj):
-                    await writer.send(self._event_line(state, "ADDED", obj))
+                    await writer.send_chunk(self._event_line(state, "ADDED", obj))
             rv = listed.resource_version
-            await writer.send(self._bookmark(plan, rv, initial_events_end=True))
+            await writer.send_chunk(self._bookmark(plan, rv, initial_events_end=True))
         state.resource_version = rv
-        events = self.served.watch(
+        events = self.source.watch(
             route.resource,
             resource_version=rv,
             namespace=route.namespace,
@@ -193,13 +225,13 @@ class WatchRoutes(DiscoveryRoutes):
                         state.resource_version = event.object.get("metadata", {}).get(
                             "resourceVersion", state.resource_version
                         )
-                        await writer.send(self._event_line(state, kind, event.object))
+                        await writer.send_chunk(self._event_line(state, kind, event.object))
                 except Unavailable:
                     dropped = True
                 except APIError as exc:
-                    with contextlib.suppress(*_PEER_GONE):
-                        await writer.send(self._error_event(exc))
-                except _PEER_GONE:
+                    with contextlib.suppress(*PEER_GONE):
+                        await writer.send_chunk(self._error_event(exc))
+                except PEER_GONE:
                     dropped = True  # the client went away mid-event
                 tg.cancel_scope.cancel()
         finally:
@@ -216,7 +248,7 @@ class WatchRoutes(DiscoveryRoutes):
         target = plan.target
         if target.kind == "Table":
             rv_now = (obj.get("metadata") or {}).get("resourceVersion")
-            printer = self._printer(plan.route.resource)
+            printer = self.printers(plan.route.resource)
             obj = _table(
                 [obj], target.version, plan.include, rv_now, printer, headers=state.first_table
             )
@@ -226,7 +258,7 @@ class WatchRoutes(DiscoveryRoutes):
         return _encode({"type": kind, "object": obj}) + b"\n"
 
     @staticmethod
-    def _bookmark(plan: _WatchPlan, rv: str, *, initial_events_end: bool = False) -> bytes:
+    def _bookmark(plan: WatchPlan, rv: str, *, initial_events_end: bool = False) -> bytes:
         """A BOOKMARK event: only ``metadata.resourceVersion`` (and its annotation) set."""
         meta: JSONDict = {"resourceVersion": rv}
         if initial_events_end:
@@ -240,12 +272,12 @@ class WatchRoutes(DiscoveryRoutes):
         obj = {"kind": kind, "apiVersion": api_version, "metadata": meta}
         return _encode({"type": "BOOKMARK", "object": obj}) + b"\n"
 
-    async def _send_bookmarks(self, state: _PumpState, writer: ChunkedWriter) -> None:
+    async def _send_bookmarks(self, state: _PumpState, writer: ServerConnection) -> None:
         """Every ``bookmark_interval`` seconds, a BOOKMARK with the newest version sent."""
-        with contextlib.suppress(*_PEER_GONE):  # the event loop notices it too
+        with contextlib.suppress(*PEER_GONE):  # the event loop notices it too
             while True:
                 await anyio.sleep(self.bookmark_interval)
-                await writer.send(self._bookmark(state.plan, state.resource_version))
+                await writer.send_chunk(self._bookmark(state.plan, state.resource_version))
 
     @staticmethod
     def _filtered_type(

@@ -1,24 +1,27 @@
-"""The ``scale`` subresource of the REST facade (a CRD's objects as autoscaling/v1 Scales)."""
+"""The ``scale`` subresource: a custom resource's objects as autoscaling/v1 Scales."""
 
 from __future__ import annotations
 
-from ownergc._kit.http import Request
 from ownergc.protocols import PatchType
 
-from ._facade_base import _PATCH_TYPES, _ResourceRoute
-from ._facade_watch import WatchRoutes
-from ._negotiation import _json_body, _json_response, _Response
-from ._patch import apply_json_merge_patch, apply_json_patch
-from ._scale import replicas_patch, to_scale
+from .._negotiation import _json_body, _json_response
+from .._patch import apply_json_merge_patch, apply_json_patch
+from .._scale import replicas_patch, to_scale
+from ..store import InMemoryStore
+from .context import Reply, RequestContext, ResourceRoute
+from .rest import PATCH_TYPES
 
-__all__ = ["ScaleRoutes"]
+__all__ = ["ScaleHandler"]
 
 
-class ScaleRoutes(WatchRoutes):
-    """Serving ``/scale``."""
+class ScaleHandler:
+    """GET, PUT and PATCH of ``/scale``, read and written through the store's object."""
 
-    async def _scale(self, request: Request, route: _ResourceRoute) -> _Response:
-        """``/scale`` of a custom resource: read or write it as an autoscaling/v1 Scale."""
+    def __init__(self, store: InMemoryStore) -> None:
+        self.store = store
+
+    async def __call__(self, ctx: RequestContext, route: ResourceRoute) -> Reply:
+        request = ctx.request
         paths = self.store.scale_paths_of(route.resource)
         assert paths is not None and route.name is not None
         obj = await self.store.get(
@@ -30,7 +33,7 @@ class ScaleRoutes(WatchRoutes):
         document = _json_body(request.body, "the scale")
         if request.method == "PATCH":
             content_type = request.headers.get("content-type", "").split(";")[0].strip()
-            if _PATCH_TYPES.get(content_type) is PatchType.JSON:
+            if PATCH_TYPES.get(content_type) is PatchType.JSON:
                 document = apply_json_patch(scale, document)
             else:
                 document = apply_json_merge_patch(scale, document)

@@ -1,0 +1,99 @@
+"""The admission seam: mutating then validating plugins around every write.
+
+Shaped like k8s.io/apiserver's admission chain (read for structure only):
+the create, update, patch and delete handlers build one
+:class:`AdmissionAttributes` per write and call :meth:`AdmissionChain.admit`
+before they write to the store. Mutating plugins run first, in order, and may
+replace the object; validating plugins then see the final object and may only
+refuse (by raising an :class:`~ownergc.errors.APIError`, which the client gets
+as a Status).
+
+No plugin exists yet: the default chain is empty, which is today's behaviour
+(no admission). With an empty chain the handlers skip fetching the old
+object, so the store sees exactly the calls it saw before the seam existed.
+
+For PATCH the store applies the patch, so ``obj`` is None and ``patch`` /
+``patch_type`` carry the request; a plugin that needs the patched object
+needs the handler to apply the patch itself first (``_patch.py`` has the
+functions) and write the result as an update.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ownergc.protocols import APIResource, JSONDict, PatchType
+
+from .context import UserInfo
+
+__all__ = [
+    "AdmissionAttributes",
+    "AdmissionChain",
+    "MutatingAdmission",
+    "ValidatingAdmission",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionAttributes:
+    """One write as admission sees it (k8s ``admission.Attributes``)."""
+
+    #: ``CREATE``, ``UPDATE`` (PUT and PATCH) or ``DELETE``.
+    operation: str
+    resource: APIResource
+    namespace: str | None
+    name: str | None
+    subresource: str | None
+    #: The object to write (None for a delete, and for a patch: see the module doc).
+    obj: JSONDict | None
+    #: The object before the write, when a plugin asked for it (``wants_old_object``).
+    old_obj: JSONDict | None
+    dry_run: bool
+    user: UserInfo
+    #: DeleteOptions for a delete, ``{}`` otherwise.
+    options: JSONDict = dataclasses.field(default_factory=dict)
+    patch: Any = None
+    patch_type: PatchType | None = None
+
+    def with_object(self, obj: JSONDict | None) -> AdmissionAttributes:
+        return dataclasses.replace(self, obj=obj)
+
+
+class MutatingAdmission(Protocol):
+    """May change the object to write: returns the object to go on with."""
+
+    async def admit(self, attrs: AdmissionAttributes) -> JSONDict | None: ...
+
+
+class ValidatingAdmission(Protocol):
+    """May refuse the write (raise an APIError); never changes it."""
+
+    async def validate(self, attrs: AdmissionAttributes) -> None: ...
+
+
+class AdmissionChain:
+    """Mutating plugins in order, then validating ones; empty by default."""
+
+    def __init__(
+        self,
+        mutating: Sequence[MutatingAdmission] = (),
+        validating: Sequence[ValidatingAdmission] = (),
+    ) -> None:
+        self.mutating = list(mutating)
+        self.validating = list(validating)
+
+    @property
+    def wants_old_object(self) -> bool:
+        """Whether handlers must read the object before writing (any plugin at all)."""
+        return bool(self.mutating or self.validating)
+
+    async def admit(self, attrs: AdmissionAttributes) -> AdmissionAttributes:
+        """Run the chain; the attributes with the object the write should store."""
+        for plugin in self.mutating:
+            attrs = attrs.with_object(await plugin.admit(attrs))
+        for validator in self.validating:
+            await validator.validate(attrs)
+        return attrs

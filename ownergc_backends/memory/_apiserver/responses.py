@@ -1,0 +1,81 @@
+"""The ends of the pipeline on the wire: read a request, run the handler chain, write
+the reply (a whole response, or a watch stream) on one connection after another."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import anyio
+from anyio.abc import ByteStream
+
+from ownergc._kit.http import HTTPProtocolError, Request, ServerConnection
+from ownergc.errors import error_for_status
+
+from .._negotiation import _error_response
+from .context import Handler, RequestContext, WatchPlan
+from .requestinfo import request_info
+from .watch import WatchStreamer
+
+__all__ = ["ConnectionServer"]
+
+log = logging.getLogger("ownergc.memory.http")
+
+
+def _log_request(request: Request, status: int, started: float, note: str = "") -> None:
+    """One line per request at INFO (``ownergc serve -v``): what a client really sent."""
+    if log.isEnabledFor(logging.INFO):
+        ms = (time.monotonic() - started) * 1000
+        suffix = f" ({note})" if note else ""
+        log.info("%s %s %d %.1fms%s", request.method, request.target, status, ms, suffix)
+
+
+class ConnectionServer:
+    """Serves connections: each request goes down ``chain``; a watch reply is handed
+    to ``watches`` with the connection."""
+
+    def __init__(self, chain: Handler, watches: WatchStreamer) -> None:
+        self.chain = chain
+        self.watches = watches
+
+    async def __call__(self, stream: ByteStream) -> None:
+        """One client connection: requests in sequence until either side closes it."""
+        connection = ServerConnection(stream)
+        try:
+            async with stream:
+                while True:
+                    try:
+                        request = await connection.next_request()
+                    except HTTPProtocolError as exc:
+                        error = error_for_status(exc.status, exc.message, reason="BadRequest")
+                        response = _error_response(error)
+                        await connection.respond_and_close(
+                            exc.status, response.headers, response.body
+                        )
+                        return
+                    if request is None:
+                        return
+                    if not await self.answer(request, connection):
+                        return
+                    if not connection.next_cycle():
+                        return
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, ConnectionError, OSError):
+            pass  # the client went away; nothing to answer
+        except Exception:  # pragma: no cover - a bug here must not stop the server
+            log.exception("unexpected error on an HTTP connection")
+
+    async def answer(self, request: Request, connection: ServerConnection) -> bool:
+        """Answer one request; returns whether the connection stays open."""
+        started = time.monotonic()
+        keep_alive = request.keep_alive
+        info = request_info(request.method, request.path, request.query)
+        reply = await self.chain(RequestContext(request, info))
+        if isinstance(reply, WatchPlan):
+            _log_request(request, 200, started, "watch opened")
+            try:
+                return await self.watches.stream(reply, connection) and keep_alive
+            finally:
+                _log_request(request, 200, started, "watch closed")
+        _log_request(request, reply.status, started)
+        await connection.respond(reply.status, reply.headers, reply.body, keep_alive=keep_alive)
+        return keep_alive

@@ -1,0 +1,503 @@
+"""Per-verb REST handlers over the store (k8s ``registry/rest``, read for structure only).
+
+Each handler is one verb on one resolved route: it reads what its verb reads
+from the request, calls the store, and renders the answer in the form the
+client negotiated. A handler receives in its constructor exactly what it
+uses: the store, the :class:`ObjectRenderer`, the continue-token pages (list),
+and for writes the :class:`WriteSteps` (dry run, admission, field management,
+the write hooks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+
+from ownergc._kit.http import Request
+from ownergc.errors import BadRequest, NotFound
+from ownergc.protocols import APIResource, JSONDict, PatchType, Preconditions
+
+from .._negotiation import (
+    _META_GROUP,
+    _HTTPError,
+    _json_body,
+    _json_response,
+    _Target,
+    negotiate,
+    object_body,
+    query_flag,
+)
+from .._pages import ContinuePages, limit_of
+from .._printing import _partial, _table
+from .._selectors import _filter_from
+from .._tables import Printer
+from ..store import InMemoryStore
+from .admission import AdmissionAttributes, AdmissionChain
+from .context import Reply, RequestContext, ResourceRoute
+from .dryrun import DryRunPolicy
+from .fieldmanager import APPLY_PATCH, FieldManager, manager_name, unsupported_patch_type
+
+__all__ = [
+    "PATCH_TYPES",
+    "CreateHandler",
+    "DeleteCollectionHandler",
+    "DeleteHandler",
+    "GetHandler",
+    "ListHandler",
+    "ObjectRenderer",
+    "PatchHandler",
+    "RESTHandler",
+    "UpdateHandler",
+    "WriteHook",
+    "WriteHooks",
+    "WriteSteps",
+    "delete_options",
+]
+
+#: Registries with ``ReturnDeletedObject: true``: a DELETE that removes the object
+#: answers with the object; every other resource answers with a Status.
+_RETURN_DELETED_OBJECT: Final = frozenset(
+    {
+        ("", "pods"),
+        ("", "services"),
+        ("", "serviceaccounts"),
+        ("", "namespaces"),
+        ("storage.k8s.io", "storageclasses"),
+    }
+)
+
+#: The patch content types the store applies.
+PATCH_TYPES: Final[dict[str, PatchType]] = {p.value: p for p in PatchType}
+
+#: Called after every successful write through the API with the verb
+#: (create, update, patch, delete), the resource and the resulting object
+#: (for a delete that removed it, its last state), before the response: a seam
+#: for servers built on the facade (``ownergc serve``) to react to writes.
+WriteHook = Callable[[str, APIResource, JSONDict], Awaitable[None]]
+
+
+class RESTHandler(Protocol):
+    """One verb on a resolved route."""
+
+    async def __call__(self, ctx: RequestContext, route: ResourceRoute) -> Reply: ...
+
+
+class ObjectRenderer:
+    """Objects and lists in the form negotiated: as they are, PartialObjectMetadata, or a
+    Table with ``printers``' columns."""
+
+    def __init__(self, printers: Callable[[APIResource], Printer]) -> None:
+        self.printers = printers
+
+    def one(self, request: Request, obj: JSONDict, target: _Target, route: ResourceRoute) -> Any:
+        if target.kind == "PartialObjectMetadataList":
+            raise _HTTPError(
+                406,
+                "NotAcceptable",
+                "you requested PartialObjectMetadataList, but the requested object is not a list",
+            )
+        if target.kind == "PartialObjectMetadata":
+            return _partial(obj, target.version)
+        if target.kind == "Table":
+            include = request.param("includeObject") or "PartialObjectMetadata"
+            rv = (obj.get("metadata") or {}).get("resourceVersion")
+            return _table([obj], target.version, include, rv, self.printers(route.resource))
+        return obj
+
+    def many(
+        self,
+        request: Request,
+        items: list[JSONDict],
+        list_meta: JSONDict,
+        target: _Target,
+        route: ResourceRoute,
+    ) -> JSONDict:
+        rv = list_meta["resourceVersion"]
+        if target.kind == "Table":
+            include = request.param("includeObject") or "PartialObjectMetadata"
+            table = _table(items, target.version, include, rv, self.printers(route.resource))
+            table["metadata"] = {**table.get("metadata", {}), **list_meta}
+            return table
+        if target.kind == "PartialObjectMetadataList":
+            return {
+                "kind": "PartialObjectMetadataList",
+                "apiVersion": f"{_META_GROUP}/{target.version}",
+                "metadata": list_meta,
+                "items": [_partial(o, target.version) for o in items],
+            }
+        return {
+            "kind": f"{route.resource.kind}List",
+            "apiVersion": route.resource.api_version,
+            "metadata": list_meta,
+            "items": items,
+        }
+
+
+class WriteHooks:
+    """The hooks run after each successful write (the list is shared: append to it)."""
+
+    def __init__(self, hooks: list[WriteHook]) -> None:
+        self.hooks = hooks
+
+    async def run(self, verb: str, resource: APIResource, obj: JSONDict) -> None:
+        for hook in list(self.hooks):
+            await hook(verb, resource, obj)
+
+
+@dataclass(frozen=True, slots=True)
+class WriteSteps:
+    """What every write handler runs around its store call, in this order: dry run,
+    admission, field management, (the store), the write hooks."""
+
+    dry_run: DryRunPolicy
+    admission: AdmissionChain
+    fields: FieldManager
+    hooks: WriteHooks
+
+    async def admit(
+        self,
+        ctx: RequestContext,
+        operation: str,
+        route: ResourceRoute,
+        obj: Any,
+        *,
+        dry_run: bool,
+        old: Callable[[], Awaitable[JSONDict | None]] | None = None,
+        options: JSONDict | None = None,
+        patch: Any = None,
+        patch_type: PatchType | None = None,
+    ) -> AdmissionAttributes:
+        """Run admission for one write; ``old`` is read only when a plugin wants it."""
+        old_obj = await old() if old is not None and self.admission.wants_old_object else None
+        attrs = AdmissionAttributes(
+            operation=operation,
+            resource=route.resource,
+            namespace=route.namespace,
+            name=route.name,
+            subresource=route.subresource,
+            obj=obj,
+            old_obj=old_obj,
+            dry_run=dry_run,
+            user=ctx.user,
+            options=options or {},
+            patch=patch,
+            patch_type=patch_type,
+        )
+        return await self.admission.admit(attrs)
+
+
+def _old_object(store: InMemoryStore, route: ResourceRoute) -> Callable[[], Awaitable[Any]]:
+    async def read() -> JSONDict | None:
+        assert route.name is not None
+        try:
+            return await store.get(
+                route.resource, route.name, namespace=route.namespace, metadata_only=False
+            )
+        except NotFound:
+            return None
+
+    return read
+
+
+def _known(obj: JSONDict) -> Callable[[], Awaitable[JSONDict | None]]:
+    async def read() -> JSONDict | None:
+        return obj
+
+    return read
+
+
+def delete_options(request: Request) -> JSONDict:
+    """DeleteOptions from the body, or from the query when there is no body
+    (kube-apiserver never merges the two)."""
+    if request.body.strip():
+        options = _json_body(request.body, "the DeleteOptions body")
+        if not isinstance(options, dict):
+            raise BadRequest("DeleteOptions must be a JSON object", reason="BadRequest")
+        kind = options.get("kind")
+        if kind not in (None, "", "DeleteOptions"):
+            raise BadRequest(
+                f"expected DeleteOptions in the request body, got kind {kind!r}",
+                reason="BadRequest",
+            )
+        return options
+    options = {}
+    policy = request.param("propagationPolicy")
+    if policy is not None:
+        options["propagationPolicy"] = policy
+    if "orphanDependents" in request.query:
+        options["orphanDependents"] = query_flag(request, "orphanDependents")
+    return options
+
+
+def _accepts(request: Request) -> _Target:
+    return negotiate(request.headers.get("accept"), conversions=True)
+
+
+class GetHandler:
+    def __init__(self, store: InMemoryStore, renderer: ObjectRenderer) -> None:
+        self.store = store
+        self.renderer = renderer
+
+    async def __call__(self, ctx: RequestContext, route: ResourceRoute) -> Reply:
+        target = _accepts(ctx.request)
+        assert route.name is not None
+        obj = await self.store.get(
+            route.resource, route.name, namespace=route.namespace, metadata_only=False
+        )
+        return _json_response(200, self.renderer.one(ctx.request, obj, target, route))
+
+
+class ListHandler:
+    """A list, filtered by selectors, paged by ``limit`` / ``continue``."""
+
+    def __init__(
+        self, store: InMemoryStore, renderer: ObjectRenderer, pages: ContinuePages
+    ) -> None:
+        self.store = store
+        self.renderer = renderer
+        self.pages = pages
+
+    async def __call__(self, ctx: RequestContext, route: ResourceRoute) -> Reply:
+        request = ctx.request
+        target = _accepts(request)
+        if target.kind == "PartialObjectMetadata":
+            raise _HTTPError(
+                406,
+                "NotAcceptable",
+                "you requested PartialObjectMetadata, but the requested object is a list",
+            )
+        selector = _filter_from(request)
+        # A Table's cells come from the whole object (its rows carry what was asked).
+        metadata_only = target.kind == "PartialObjectMetadataList"
+        token = request.param("continue")
+        if token:
+            items, rv = self.pages.resume(token, route.key)
+        else:
+            listed = await self.store.list(
+                route.resource, namespace=route.namespace, metadata_only=metadata_only
+            )
+            items = [o for o in listed.items if selector.matches(o)]
+            rv = listed.resource_version
+        list_meta: JSONDict = {"resourceVersion": rv}
+        limit = limit_of(request.param("limit"))
+        if limit and len(items) > limit:
+            rest = items[limit:]
+            items = items[:limit]
+            list_meta["continue"] = self.pages.save(rest, rv, route.key)
+            list_meta["remainingItemCount"] = len(rest)
+        return _json_response(200, self.renderer.many(request, items, list_meta, target, route))
+
+
+class CreateHandler:
+    def __init__(self, store: InMemoryStore, renderer: ObjectRenderer, writes: WriteSteps) -> None:
+        self.store = store
+        self.renderer = renderer
+        self.writes = writes
+
+    async def __call__(self, ctx: RequestContext, route: ResourceRoute) -> Reply:
+        request = ctx.request
+        target = _accepts(request)
+        dry_run = self.writes.dry_run.dry_run(request.query.get("dryRun"))
+        body = object_body(request, "the object to create")
+        attrs = await self.writes.admit(ctx, "CREATE", route, body, dry_run=dry_run)
+        # The body as sent (the store answers a non-object with its own 400/422).
+        obj: Any = self.writes.fields.on_write(attrs, manager_name(request))
+        created = await self.store.create(route.resource, obj, namespace=route.namespace)
+        await self.writes.hooks.run("create", route.resource, created)
+        return _json_response(201, self.renderer.one(request, created, target, route))
+
+
+class UpdateHandler:
+    def __init__(self, store: InMemoryStore, renderer: ObjectRenderer, writes: WriteSteps) -> None:
+        self.store = store
+        self.renderer = renderer
+        self.writes = writes
+
+    async def __call__(self, ctx: RequestContext, route: ResourceRoute) -> Reply:
+        request = ctx.request
+        target = _accepts(request)
+        dry_run = self.writes.dry_run.dry_run(request.query.get("dryRun"))
+        body = object_body(request, "the object to update")
+        assert route.name is not None
+        if isinstance(body, dict):
+            meta = body.get("metadata")
+            if meta is None:
+                body["metadata"] = meta = {}
+            if isinstance(meta, dict):
+                name = meta.setdefault("name", route.name)
+                if name != route.name:
+                    raise BadRequest(
+                        f"the name of the object ({name}) does not match the name on the URL "
+                        f"({route.name})",
+                        reason="BadRequest",
+                    )
+        attrs = await self.writes.admit(
+            ctx, "UPDATE", route, body, dry_run=dry_run, old=_old_object(self.store, route)
+        )
+        obj: Any = self.writes.fields.on_write(attrs, manager_name(request))
+        updated = await self.store.update(
+            route.resource,
+            obj,
+            namespace=route.namespace,
+            subresource=route.subresource,
+        )
+        await self.writes.hooks.run("update", route.resource, updated)
+        return _json_response(200, self.renderer.one(request, updated, target, route))
+
+
+class PatchHandler:
+    """JSON, merge and strategic-merge patches (the store applies them); server-side
+    apply goes to the field manager."""
+
+    def __init__(self, store: InMemoryStore, renderer: ObjectRenderer, writes: WriteSteps) -> None:
+        self.store = store
+        self.renderer = renderer
+        self.writes = writes
+
+    async def __call__(self, ctx: RequestContext, route: ResourceRoute) -> Reply:
+        request = ctx.request
+        target = _accepts(request)
+        dry_run = self.writes.dry_run.dry_run(request.query.get("dryRun"))
+        content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if content_type == APPLY_PATCH:
+            applied = await self.writes.fields.apply(request, route, user=ctx.user, dry_run=dry_run)
+            await self.writes.hooks.run("patch", route.resource, applied)
+            return _json_response(200, self.renderer.one(request, applied, target, route))
+        patch_type = PATCH_TYPES.get(content_type)
+        if patch_type is None:
+            raise unsupported_patch_type(content_type)
+        document = _json_body(request.body, "the patch")
+        assert route.name is not None
+        await self.writes.admit(
+            ctx,
+            "UPDATE",
+            route,
+            None,
+            dry_run=dry_run,
+            old=_old_object(self.store, route),
+            patch=document,
+            patch_type=patch_type,
+        )
+        patched = await self.store.patch(
+            route.resource,
+            route.name,
+            document,
+            patch_type=patch_type,
+            namespace=route.namespace,
+            subresource=route.subresource,
+        )
+        await self.writes.hooks.run("patch", route.resource, patched)
+        return _json_response(200, self.renderer.one(request, patched, target, route))
+
+
+def _preconditions(options: JSONDict) -> Preconditions | None:
+    raw = options.get("preconditions")
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise BadRequest("preconditions must be an object", reason="BadRequest")
+    return Preconditions(uid=raw.get("uid"), resource_version=raw.get("resourceVersion"))
+
+
+class DeleteHandler:
+    def __init__(self, store: InMemoryStore, renderer: ObjectRenderer, writes: WriteSteps) -> None:
+        self.store = store
+        self.renderer = renderer
+        self.writes = writes
+
+    async def __call__(self, ctx: RequestContext, route: ResourceRoute) -> Reply:
+        request = ctx.request
+        target = _accepts(request)
+        options = delete_options(request)
+        dry_run = self.writes.dry_run.dry_run(request.query.get("dryRun"), options.get("dryRun"))
+        preconditions = _preconditions(options)
+        orphan = options.get("orphanDependents")
+        assert route.name is not None
+        await self.writes.admit(
+            ctx,
+            "DELETE",
+            route,
+            None,
+            dry_run=dry_run,
+            old=_old_object(self.store, route),
+            options=options,
+        )
+        obj, removed = await self.store.delete_and_report(
+            route.resource,
+            route.name,
+            namespace=route.namespace,
+            propagation_policy=options.get("propagationPolicy"),
+            preconditions=preconditions,
+            orphan_dependents=orphan,
+        )
+        await self.writes.hooks.run("delete", route.resource, obj)
+        resource = route.resource
+        if removed and (resource.group, resource.resource) not in _RETURN_DELETED_OBJECT:
+            meta = obj.get("metadata") or {}
+            status: JSONDict = {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Success",
+                "details": {
+                    "name": route.name,
+                    "group": resource.group,
+                    "kind": resource.resource,
+                    "uid": meta.get("uid", ""),
+                },
+            }
+            return _json_response(200, status)
+        # 202 only when the object remains and the client asked for cascading
+        # through the deprecated orphanDependents=false (kube-apiserver's rule).
+        code = 202 if not removed and orphan is False else 200
+        return _json_response(code, self.renderer.one(request, obj, target, route))
+
+
+class DeleteCollectionHandler:
+    """deletecollection: every matching object is deleted with the same options."""
+
+    def __init__(self, store: InMemoryStore, writes: WriteSteps) -> None:
+        self.store = store
+        self.writes = writes
+
+    async def __call__(self, ctx: RequestContext, route: ResourceRoute) -> Reply:
+        request = ctx.request
+        options = delete_options(request)
+        dry_run = self.writes.dry_run.dry_run(request.query.get("dryRun"), options.get("dryRun"))
+        selector = _filter_from(request)
+        listed = await self.store.list(route.resource, namespace=route.namespace)
+        items = []
+        for item in listed.items:
+            if not selector.matches(item):
+                continue
+            meta = item["metadata"]
+            item_route = ResourceRoute(route.resource, meta.get("namespace"), meta["name"])
+            await self.writes.admit(
+                ctx,
+                "DELETE",
+                item_route,
+                None,
+                dry_run=dry_run,
+                old=_known(item),
+                options=options,
+            )
+            try:
+                obj, _ = await self.store.delete_and_report(
+                    route.resource,
+                    meta["name"],
+                    namespace=meta.get("namespace"),
+                    propagation_policy=options.get("propagationPolicy"),
+                    orphan_dependents=options.get("orphanDependents"),
+                )
+            except NotFound:
+                continue
+            await self.writes.hooks.run("delete", route.resource, obj)
+            items.append(obj)
+        body = {
+            "kind": f"{route.resource.kind}List",
+            "apiVersion": route.resource.api_version,
+            "metadata": {"resourceVersion": self.store.resource_version},
+            "items": items,
+        }
+        return _json_response(200, body)

@@ -1,0 +1,192 @@
+"""Routing by request info: non-resource paths, discovery, and resource requests.
+
+The :class:`Router` is the last stage of the handler chain. It never parses a
+path itself (the :class:`~.requestinfo.RequestInfo` did); it picks the part
+that serves the request: :class:`NonResourceRoutes`, :class:`~.discovery.Discovery`,
+or, once :class:`ResourceResolver` found the resource in the registry and the
+fault gate let the request through, the :class:`RESTDispatcher` that calls the
+verb's REST handler.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ownergc.errors import MethodNotAllowed, NotFound, RESTMappingError
+
+from .._negotiation import _HTTPError, _json_response, _Response, negotiate, query_flag
+from .._printing import SERVER_VERSION
+from ..store import InMemoryStore
+from .context import Reply, RequestContext, ResourceRoute, no_route
+from .discovery import Discovery
+from .faults import RequestGate
+from .openapi import OpenAPIService
+from .requestinfo import RequestInfo
+from .rest import RESTHandler
+
+__all__ = [
+    "NonResourceRoutes",
+    "RESTDispatcher",
+    "ResourceResolver",
+    "Router",
+]
+
+_ROOT_PATHS = ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/version"]
+_SUBRESOURCES = ("status", "scale")
+
+
+class NonResourceRoutes:
+    """``/``, the health checks, ``/version`` and, through the OpenAPI service, ``/openapi``."""
+
+    def __init__(self, openapi: OpenAPIService) -> None:
+        self.openapi = openapi
+
+    async def __call__(self, ctx: RequestContext) -> Reply:
+        info = ctx.info
+        if not info.segments:
+            return _json_response(200, {"paths": _ROOT_PATHS})
+        head = info.segments[0]
+        if head in ("healthz", "livez", "readyz"):
+            return _Response(200, b"ok", [("Content-Type", "text/plain; charset=utf-8")])
+        if head == "version" and len(info.segments) == 1:
+            return _json_response(200, SERVER_VERSION)
+        if head == "openapi":
+            response = self.openapi.serve(ctx.request, info.path)
+            if response is not None:
+                return response
+        raise no_route()
+
+
+class ResourceResolver:
+    """A resource request's :class:`ResourceRoute`, or the 404 kube-apiserver answers."""
+
+    def __init__(self, store: InMemoryStore) -> None:
+        self.store = store
+
+    def resolve(self, info: RequestInfo) -> ResourceRoute:
+        rest = info.resource_parts
+        sub = info.subresource
+        if len(rest) > 3 or (sub is not None and sub not in _SUBRESOURCES):
+            raise NotFound(
+                f"subresource {rest[2]!r} is not served by this server (path {info.path})",
+                reason="NotFound",
+            )
+        qualified = f"{info.resource}.{info.version}" + (f".{info.group}" if info.group else "")
+        try:
+            resource = self.store.resource_by_name(qualified)
+        except RESTMappingError:
+            raise no_route() from None
+        if resource.group != info.group or resource.version != info.version:
+            raise no_route()
+        if info.namespace is not None and not resource.namespaced:
+            raise no_route()
+        if info.namespace is None and info.name is not None and resource.namespaced:
+            raise no_route()
+        if info.subresource is not None and info.subresource not in self.store.subresources_of(
+            resource
+        ):
+            raise NotFound(
+                f"subresource {info.subresource!r} is not served by this server (path {info.path})",
+                reason="NotFound",
+            )
+        return ResourceRoute(resource, info.namespace, info.name, info.subresource)
+
+
+def _not_allowed(method: str) -> MethodNotAllowed:
+    return MethodNotAllowed(
+        f"the server does not allow this method on the requested resource ({method})",
+        reason="MethodNotAllowed",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class RESTDispatcher:
+    """Which REST handler serves a method on a route (a table of the handlers)."""
+
+    get: RESTHandler
+    list: RESTHandler
+    watch: RESTHandler
+    create: RESTHandler
+    update: RESTHandler
+    patch: RESTHandler
+    delete: RESTHandler
+    deletecollection: RESTHandler
+    scale: RESTHandler
+
+    def handler_for(self, ctx: RequestContext, route: ResourceRoute) -> RESTHandler:
+        method = ctx.request.method
+        read = method in ("GET", "HEAD")
+        if route.subresource is not None and method not in ("GET", "HEAD", "PUT", "PATCH"):
+            raise _not_allowed(method)
+        if route.subresource == "scale":
+            return self.scale
+        if route.name is None:
+            if read:
+                return self.watch if query_flag(ctx.request, "watch") else self.list
+            if method == "POST":
+                return self.create
+            if method == "DELETE":
+                return self.deletecollection
+        else:
+            if read:
+                return self.get
+            if method == "PUT":
+                return self.update
+            if method == "PATCH":
+                return self.patch
+            if method == "DELETE":
+                return self.delete
+        raise _not_allowed(method)
+
+
+class Router:
+    """The end of the handler chain: serves the request by what its request info names."""
+
+    def __init__(
+        self,
+        nonresource: NonResourceRoutes,
+        discovery: Discovery,
+        resolver: ResourceResolver,
+        gate: RequestGate,
+        rest: RESTDispatcher,
+    ) -> None:
+        self.nonresource = nonresource
+        self.discovery = discovery
+        self.resolver = resolver
+        self.gate = gate
+        self.rest = rest
+
+    async def __call__(self, ctx: RequestContext) -> Reply:
+        request, info = ctx.request, ctx.info
+        if not info.api_prefix:
+            if request.method not in ("GET", "HEAD"):
+                raise _HTTPError(
+                    405, "MethodNotAllowed", f"{request.method} is not allowed on {info.path}"
+                )
+            return await self.nonresource(ctx)
+        segments = info.segments
+        accept = request.headers.get("accept")
+        if info.api_prefix == "api":
+            if len(segments) == 1:
+                negotiate(accept, conversions=False)
+                return self.discovery.api_versions()
+            if segments[1] != "v1":
+                raise no_route()
+        else:
+            if len(segments) == 1:
+                negotiate(accept, conversions=False)
+                return _json_response(200, await self.discovery.group_list())
+            if len(segments) == 2:
+                negotiate(accept, conversions=False)
+                group = await self.discovery.group(info.group)
+                if group is None:
+                    raise no_route()
+                return _json_response(200, group)
+        if not info.is_resource_request:
+            negotiate(accept, conversions=False)
+            await self.gate.admit("discover", None, info.group_version)
+            return await self.discovery.resource_list(info.group, info.version)
+        route = self.resolver.resolve(info)
+        await self.gate.admit(info.verb, route.resource, route.name)
+        handler = self.rest.handler_for(ctx, route)
+        return await handler(ctx, route)
