@@ -102,9 +102,16 @@ class OwnerGCStore:
         return await self.store.discover()
 
     async def list(
-        self, resource: APIResource, *, namespace: str | None = None, metadata_only: bool = True
+        self,
+        resource: APIResource,
+        *,
+        namespace: str | None = None,
+        metadata_only: bool = True,
+        consistent: bool = True,
     ) -> ObjectList:
-        return await self.store.list(resource, namespace=namespace, metadata_only=metadata_only)
+        return await self.store.list(
+            resource, namespace=namespace, metadata_only=metadata_only, consistent=consistent
+        )
 
     def watch(
         self,
