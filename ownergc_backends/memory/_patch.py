@@ -7,39 +7,36 @@ JSON patch operation that cannot be applied); the store turns it into the
 matching ownergc error.
 
 Strategic merge patch needs per-field metadata (which lists merge, and by
-which key). Kubernetes reads it from Go struct tags; a dict store has no
-types, so :data:`METADATA_LIST_STRATEGIES` names the lists we know about.
-Only ``metadata.ownerReferences`` (merge key ``uid``) and
-``metadata.finalizers`` (merged set of strings) are covered, which is what a
-garbage collector patches; every other list is replaced by the patch value,
-as Kubernetes does for lists without a merge strategy.
+which key). Kubernetes reads it from Go struct tags; here it is read from the
+same schema facts server-side apply uses (``_fieldmanager/schema.py``: the
+recorded OpenAPI document's ``x-kubernetes-patch-strategy`` and
+``x-kubernetes-patch-merge-key``), so there is no second hand-kept table.
+Lists without a merge strategy are replaced by the patch value, as
+Kubernetes does.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any, Literal
 
+from ._fieldmanager.schema import Node, builtin_schema, crd_schema, strategic_merge_keys
+
 __all__ = [
-    "METADATA_LIST_STRATEGIES",
     "PatchError",
     "apply_json_merge_patch",
     "apply_json_patch",
     "apply_strategic_merge_patch",
     "check_json",
     "copy_json",
+    "fallback_schema",
     "json_equal",
+    "strategic_schema",
 ]
 
 PatchStatus = Literal[400, 409, 422]
-
-#: ``path -> merge key`` for lists with patchStrategy "merge"; ``""`` means a
-#: list of scalars merged as a set. Paths are tuples of map keys from the root.
-METADATA_LIST_STRATEGIES: Mapping[tuple[str, ...], str] = {
-    ("metadata", "ownerReferences"): "uid",
-    ("metadata", "finalizers"): "",
-}
 
 _DIRECTIVE = "$patch"
 _DELETE_FROM_PRIMITIVE_LIST = "$deleteFromPrimitiveList/"
@@ -338,23 +335,64 @@ def apply_json_patch(doc: Any, operations: Any) -> Any:
 # Strategic merge patch
 
 
+@lru_cache(maxsize=256)
+def strategic_schema(group: str, version: str, kind: str) -> Node:
+    """The merge facts strategic merge patch reads for a kind, cached per (group, version, kind).
+
+    A built-in kind gets its type from the recorded OpenAPI document, so every
+    list with ``x-kubernetes-patch-strategy: merge`` merges by its
+    ``x-kubernetes-patch-merge-key`` at any depth, as kube-apiserver merges
+    it from its Go struct tags. A kind the document does not list gets the
+    fallback :func:`fallback_schema` (only ``metadata`` is typed).
+    """
+    return builtin_schema(group, version, kind) or fallback_schema()
+
+
+@lru_cache(maxsize=1)
+def fallback_schema() -> Node:
+    """An object of unknown kind: ObjectMeta under ``metadata``, everything else untyped.
+
+    Derived from the same document (no hand-kept table): ``ownerReferences``
+    merges by ``uid`` and ``finalizers`` as a set, every other list is replaced.
+    Custom resources never get here through the store, which refuses strategic
+    merge for them with 415 as the apiserver does.
+    """
+    return crd_schema(None)
+
+
+def __getattr__(name: str) -> Any:
+    """``METADATA_LIST_STRATEGIES``: ``path -> merge key`` of the fallback, derived on first use."""
+    if name == "METADATA_LIST_STRATEGIES":
+        return {
+            path: key
+            for path, key in strategic_merge_keys(fallback_schema()).items()
+            if path[:1] == ("metadata",)
+        }
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def apply_strategic_merge_patch(
     original: dict[str, Any],
     patch: Any,
-    list_strategies: Mapping[tuple[str, ...], str] = METADATA_LIST_STRATEGIES,
+    schema: Node | None = None,
 ) -> dict[str, Any]:
     """Apply a strategic merge patch the way kube-apiserver does for built-in types.
 
-    Maps merge recursively and ``null`` deletes a key. Lists named in
-    ``list_strategies`` merge: lists of maps by their merge key (an entry
-    with ``"$patch": "delete"`` removes the entries with that key, an entry
-    with ``"$patch": "replace"`` replaces the whole list, other entries merge
-    into the entry with the same key or are added), lists of scalars as a set
+    ``schema`` is the kind's type (:func:`strategic_schema`); ``None`` means
+    :func:`fallback_schema`. Maps merge recursively and ``null`` deletes a
+    key. A list whose schema has patch strategy ``merge`` merges, at any
+    depth, list elements included: lists of maps by the schema's merge key
+    (an entry with ``"$patch": "delete"`` removes the entries with that key,
+    an entry with ``"$patch": "replace"`` replaces the whole list, other
+    entries merge into the entry with the same key, with the item type's own
+    facts, or are added), lists of scalars as a set
     (``$deleteFromPrimitiveList/<field>`` removes values). Merged lists are
     ordered like Kubernetes orders them (patch order for patched entries,
     server order for the rest, ``$setElementOrder/<field>`` when given).
     Every other list is replaced. ``$patch: replace|delete`` on a map and
-    ``$retainKeys`` are honoured.
+    ``$retainKeys`` are honoured wherever they appear (the apiserver applies
+    ``$retainKeys`` whatever the field's strategy; the schema's ``retainKeys``
+    only tells clients when to send it).
 
     Two consciously kept Kubernetes behaviours: a key absent from the
     original takes the patch value verbatim (so a ``$patch: delete`` entry
@@ -366,14 +404,26 @@ def apply_strategic_merge_patch(
     """
     if not isinstance(patch, dict):
         raise PatchError("a strategic merge patch must be a JSON object")
-    return _merge_map(copy_json(original), copy_json(patch), (), list_strategies)
+    node = schema if schema is not None else fallback_schema()
+    return _merge_map(copy_json(original), copy_json(patch), node, ())
+
+
+def _list_merge_key(node: Node) -> str | None:
+    """The merge key of a merging list (``""``: a set of scalars); None: the list is replaced."""
+    if node.kind == "list" and "merge" in node.patch_strategy.split(","):
+        return node.patch_merge_key
+    return None
+
+
+def _where(path: tuple[str, ...]) -> str:
+    return ".".join(path) or "<root>"
 
 
 def _merge_map(
     original: dict[str, Any],
     patch: dict[str, Any],
+    node: Node,
     path: tuple[str, ...],
-    strategies: Mapping[tuple[str, ...], str],
 ) -> dict[str, Any]:
     if _DIRECTIVE in patch:
         directive = patch[_DIRECTIVE]
@@ -385,7 +435,7 @@ def _merge_map(
         raise PatchError(f"unknown patch type {directive!r} in {patch!r}")
 
     _apply_retain_keys(original, patch)
-    _apply_set_element_order(original, patch, path, strategies)
+    _apply_set_element_order(original, patch, node, path)
 
     for key, patch_value in list(patch.items()):
         is_delete_list = False
@@ -405,12 +455,16 @@ def _merge_map(
                 original[key] = patch_value
             continue
         current = original[key]
-        child = (*path, key)
+        child = node.child(key)
+        where = (*path, key)
         if isinstance(current, dict) and isinstance(patch_value, dict):
-            original[key] = _merge_map(current, patch_value, child, strategies)
+            original[key] = _merge_map(current, patch_value, child, where)
         elif isinstance(current, list) and isinstance(patch_value, list):
-            if child in strategies:
-                original[key] = _merge_list(current, patch_value, strategies[child], is_delete_list)
+            merge_key = _list_merge_key(child)
+            if merge_key is not None:
+                original[key] = _merge_list(
+                    current, patch_value, merge_key, is_delete_list, child.items(), where
+                )
             elif not is_delete_list:
                 original[key] = patch_value
         elif not is_delete_list:
@@ -438,25 +492,28 @@ def _apply_retain_keys(original: dict[str, Any], patch: dict[str, Any]) -> None:
 def _apply_set_element_order(
     original: dict[str, Any],
     patch: dict[str, Any],
+    node: Node,
     path: tuple[str, ...],
-    strategies: Mapping[tuple[str, ...], str],
 ) -> None:
     for directive in [k for k in patch if k.startswith(_SET_ELEMENT_ORDER)]:
         order = patch.pop(directive)
         key = directive[len(_SET_ELEMENT_ORDER) :]
         if not key or not isinstance(order, list):
             raise PatchError(f"invalid {directive} directive")
-        child = (*path, key)
-        if child not in strategies:
+        child = node.child(key)
+        merge_key = _list_merge_key(child)
+        if merge_key is None:
             continue  # ordering a replaced list means nothing
-        merge_key = strategies[child]
+        where = (*path, key)
         in_original, in_patch = key in original, key in patch
         if in_original and not isinstance(original[key], list):
-            raise PatchError(f"{'.'.join(child)} is not a list")
+            raise PatchError(f"{_where(where)} is not a list")
         if in_patch and not isinstance(patch[key], list):
-            raise PatchError(f"{'.'.join(child)} in the patch is not a list")
+            raise PatchError(f"{_where(where)} in the patch is not a list")
         if in_original and in_patch:
-            merged = _merge_list(original[key], patch.pop(key), merge_key, False)
+            merged = _merge_list(
+                original[key], patch.pop(key), merge_key, False, child.items(), where
+            )
         elif in_original:
             merged = original[key]
         elif in_patch:
@@ -480,15 +537,22 @@ def _merge_value(item: Any, merge_key: str) -> tuple[str, Any]:
 
 
 def _merge_list(
-    original: list[Any], patch: list[Any], merge_key: str, is_delete_list: bool
+    original: list[Any],
+    patch: list[Any],
+    merge_key: str,
+    is_delete_list: bool,
+    items: Node,
+    path: tuple[str, ...],
 ) -> list[Any]:
     if not original and not patch:
         return original
     kinds = {_kind(v) for v in (*original, *patch)}
     if "array" in kinds:
-        raise PatchError("lists of lists cannot be merged")
+        raise PatchError(f"{_where(path)}: lists of lists cannot be merged")
     if len(kinds) > 1:
-        raise PatchError(f"list element types are not identical: {original!r}, {patch!r}")
+        raise PatchError(
+            f"{_where(path)}: list element types are not identical: {original!r}, {patch!r}"
+        )
     is_map = kinds == {"object"}
     if not is_map:
         if is_delete_list:
@@ -504,14 +568,14 @@ def _merge_list(
         merge_key = ""
     else:
         if not merge_key:
-            raise PatchError("cannot merge lists of objects without a merge key")
+            raise PatchError(f"{_where(path)}: cannot merge lists of objects without a merge key")
         original, patch = _special_elements(original, patch, merge_key)
         merged = list(original)
         for entry in patch:
             value = _merge_value(entry, merge_key)
             for i, existing in enumerate(merged):
                 if _merge_value(existing, merge_key) == value:
-                    merged[i] = _merge_map(existing, entry, (), {})
+                    merged[i] = _merge_map(existing, entry, items, path)
                     break
             else:
                 merged.append(entry)

@@ -79,6 +79,7 @@ from ._patch import (
     apply_json_merge_patch,
     apply_json_patch,
     apply_strategic_merge_patch,
+    strategic_schema,
 )
 from ._registry import ResourceRegistry
 from ._resources import GCPolicy
@@ -582,7 +583,8 @@ class InMemoryStore:
             current = render(bucket, existing, resource.version, False)
             try:
                 if kind is PatchType.STRATEGIC_MERGE:
-                    result = apply_strategic_merge_patch(current, document)
+                    facts = strategic_schema(resource.group, resource.version, resource.kind)
+                    result = apply_strategic_merge_patch(current, document, facts)
                 elif kind is PatchType.MERGE:
                     if not isinstance(document, dict):
                         raise PatchError("a JSON merge patch must be a JSON object")
