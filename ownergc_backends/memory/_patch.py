@@ -386,7 +386,8 @@ def apply_strategic_merge_patch(
     an entry with ``"$patch": "replace"`` replaces the whole list, other
     entries merge into the entry with the same key, with the item type's own
     facts, or are added), lists of scalars as a set
-    (``$deleteFromPrimitiveList/<field>`` removes values). Merged lists are
+    (``$deleteFromPrimitiveList/<field>`` removes values, from any list of
+    scalars, merging or not, as the apiserver does). Merged lists are
     ordered like Kubernetes orders them (patch order for patched entries,
     server order for the rest, ``$setElementOrder/<field>`` when given).
     Every other list is replaced. ``$patch: replace|delete`` on a map and
@@ -461,11 +462,12 @@ def _merge_map(
             original[key] = _merge_map(current, patch_value, child, where)
         elif isinstance(current, list) and isinstance(patch_value, list):
             merge_key = _list_merge_key(child)
-            if merge_key is not None:
+            if merge_key is not None or is_delete_list:
+                # A deletion list removes values whatever the list's strategy.
                 original[key] = _merge_list(
-                    current, patch_value, merge_key, is_delete_list, child.items(), where
+                    current, patch_value, merge_key or "", is_delete_list, child.items(), where
                 )
-            elif not is_delete_list:
+            else:
                 original[key] = patch_value
         elif not is_delete_list:
             original[key] = patch_value

@@ -91,21 +91,22 @@ NESTED: list[tuple[str, Any, dict[str, Any], dict[str, Any], Any]] = [
         "ports merge by containerPort",
         POD,
         pod(container("a", ports=[{"containerPort": 80}, {"containerPort": 443}])),
-        {
-            "spec": {
-                "containers": [{"name": "a", "ports": [{"containerPort": 80, "name": "http"}]}]
-            }
-        },
+        {"spec": {"containers": [{"name": "a", "ports": [{"containerPort": 80, "name": "http"}]}]}},
         pod(container("a", ports=[{"containerPort": 80, "name": "http"}, {"containerPort": 443}])),
     ),
     (
         "volumeMounts merge by mountPath",
         POD,
         pod(container("a", volumeMounts=[{"name": "v", "mountPath": "/a"}])),
-        {"spec": {"containers": [{"name": "a", "volumeMounts": [{"name": "w", "mountPath": "/b"}]}]}},
+        {
+            "spec": {
+                "containers": [{"name": "a", "volumeMounts": [{"name": "w", "mountPath": "/b"}]}]
+            }
+        },
         pod(
             container(
-                "a", volumeMounts=[{"name": "w", "mountPath": "/b"}, {"name": "v", "mountPath": "/a"}]
+                "a",
+                volumeMounts=[{"name": "w", "mountPath": "/b"}, {"name": "v", "mountPath": "/a"}],
             )
         ),
     ),
@@ -214,6 +215,13 @@ NESTED: list[tuple[str, Any, dict[str, Any], dict[str, Any], Any]] = [
         {"metadata": {"finalizers": ["a", "b", "c"]}},
         {"metadata": {"$deleteFromPrimitiveList/finalizers": ["b"]}},
         {"metadata": {"finalizers": ["a", "c"]}},
+    ),
+    (
+        "$deleteFromPrimitiveList also removes from a list without merge strategy",
+        POD,
+        pod(container("a", args=["x", "--debug", "y"])),
+        {"spec": {"containers": [{"name": "a", "$deleteFromPrimitiveList/args": ["--debug"]}]}},
+        pod(container("a", args=["x", "y"])),
     ),
     (
         "$retainKeys drops the other strategy fields (Deployment.spec.strategy)",
