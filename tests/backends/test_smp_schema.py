@@ -244,6 +244,72 @@ NESTED: list[tuple[str, Any, dict[str, Any], dict[str, Any], Any]] = [
         pod(volumes=[{"name": "v", "configMap": {"name": "c"}}]),
     ),
     (
+        "upstream 'retainKeys list of maps clears a field', on Pod volumes",
+        POD,
+        pod(
+            volumes=[
+                {"name": "bar", "emptyDir": {}},
+                {"name": "foo", "hostPath": {"path": "/a"}, "configMap": {"name": "x"}},
+            ]
+        ),
+        {
+            "spec": {
+                "$setElementOrder/volumes": [{"name": "bar"}, {"name": "foo"}],
+                "volumes": [{"$retainKeys": ["name", "hostPath"], "name": "foo"}],
+            }
+        },
+        pod(volumes=[{"name": "bar", "emptyDir": {}}, {"name": "foo", "hostPath": {"path": "/a"}}]),
+    ),
+    (
+        "upstream 'retainKeys list of maps changes a field and clear a field', on Pod volumes",
+        POD,
+        pod(
+            volumes=[
+                {"name": "bar", "emptyDir": {}},
+                {"name": "foo", "hostPath": {"path": "/old"}, "configMap": {"name": "x"}},
+            ]
+        ),
+        {
+            "spec": {
+                "$setElementOrder/volumes": [{"name": "bar"}, {"name": "foo"}],
+                "volumes": [
+                    {
+                        "$retainKeys": ["name", "hostPath"],
+                        "name": "foo",
+                        "hostPath": {"path": "/new"},
+                    }
+                ],
+            }
+        },
+        pod(
+            volumes=[{"name": "bar", "emptyDir": {}}, {"name": "foo", "hostPath": {"path": "/new"}}]
+        ),
+    ),
+    (
+        "upstream 'add field to map in merging list nested in merging list', on containers/env",
+        POD,
+        pod(
+            container("c1", env=[{"name": "E1"}, {"name": "E2", "value": "2"}]),
+            container("c2"),
+        ),
+        {
+            "spec": {
+                "$setElementOrder/containers": [{"name": "c1"}, {"name": "c2"}],
+                "containers": [
+                    {
+                        "$setElementOrder/env": [{"name": "E1"}, {"name": "E2"}],
+                        "name": "c1",
+                        "env": [{"name": "E1", "value": "1"}],
+                    }
+                ],
+            }
+        },
+        pod(
+            container("c1", env=[{"name": "E1", "value": "1"}, {"name": "E2", "value": "2"}]),
+            container("c2"),
+        ),
+    ),
+    (
         "owner references merge by uid, from the schema",
         DEPLOYMENT,
         {"metadata": {"ownerReferences": [{"uid": "1", "name": "a"}]}},
