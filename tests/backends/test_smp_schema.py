@@ -310,6 +310,30 @@ NESTED: list[tuple[str, Any, dict[str, Any], dict[str, Any], Any]] = [
         ),
     ),
     (
+        "upstream '$setElementOrder contains item that is not present', on containers",
+        POD,
+        pod({"name": "1"}, {"name": "3"}),
+        {
+            "spec": {
+                "$setElementOrder/containers": [{"name": "3"}, {"name": "2"}, {"name": "1"}],
+                "containers": [{"name": "3", "image": "3"}, {"name": "1", "image": "1"}],
+            }
+        },
+        pod({"name": "3", "image": "3"}, {"name": "1", "image": "1"}),
+    ),
+    (
+        "upstream 'nested patch merge with empty list' (three-way result), on containers",
+        POD,
+        pod({"name": "hello2"}),
+        {
+            "spec": {
+                "$setElementOrder/containers": [{"name": "hello"}, {"name": "doesntexist"}],
+                "containers": [{"name": "hello"}],
+            }
+        },
+        pod({"name": "hello"}, {"name": "hello2"}),
+    ),
+    (
         "owner references merge by uid, from the schema",
         DEPLOYMENT,
         {"metadata": {"ownerReferences": [{"uid": "1", "name": "a"}]}},
