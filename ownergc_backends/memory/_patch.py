@@ -395,11 +395,11 @@ def apply_strategic_merge_patch(
     ``$retainKeys`` whatever the field's strategy; the schema's ``retainKeys``
     only tells clients when to send it).
 
-    Two consciously kept Kubernetes behaviours: a key absent from the
-    original takes the patch value verbatim (so a ``$patch: delete`` entry
-    sent for an object that has no ``ownerReferences`` at all is stored as an
-    entry with only ``uid`` and then fails validation with 422, as on a real
-    apiserver); a removed ``uid`` that is not present is silently ignored.
+    Two consciously kept Kubernetes (v1.24) behaviours: a key absent from the
+    original takes the patch value as-is, minus its ``null`` map values
+    (so a ``$patch: delete`` entry sent for an object that has no
+    ``ownerReferences`` at all is stored as an entry with only ``uid`` and
+    then fails validation with 422, as on a real apiserver); a removed ``uid`` that is not present is silently ignored.
     One deliberate deviation: ``$deleteFromPrimitiveList`` against an absent
     list is a no-op (Kubernetes would store the deletion list as the value).
     """
@@ -453,7 +453,7 @@ def _merge_map(
             continue
         if key not in original:
             if not is_delete_list:
-                original[key] = patch_value
+                original[key] = _discard_nulls(patch_value)
             continue
         current = original[key]
         child = node.child(key)
@@ -470,8 +470,22 @@ def _merge_map(
             else:
                 original[key] = patch_value
         elif not is_delete_list:
-            original[key] = patch_value
+            original[key] = _discard_nulls(patch_value)
     return original
+
+
+def _discard_nulls(value: Any) -> Any:
+    """Drop ``null`` map values from a patch value taken as-is (it has nothing to delete).
+
+    The apiserver merges with unmatched nulls ignored, so
+    ``{"metadata": {"annotations": {"a": null}}}`` on an object without
+    annotations stores ``annotations: {}``, not an ``a: null`` entry.
+    """
+    if isinstance(value, dict):
+        return {k: _discard_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_discard_nulls(v) for v in value]
+    return value
 
 
 def _apply_retain_keys(original: dict[str, Any], patch: dict[str, Any]) -> None:

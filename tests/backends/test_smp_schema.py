@@ -358,6 +358,19 @@ def test_without_a_schema_only_metadata_lists_merge() -> None:
     assert containers_of(out) == [{"name": "b", "image": "x"}]
 
 
+def test_nulls_in_a_value_taken_as_is_are_dropped() -> None:
+    out = apply_strategic_merge_patch(
+        {"metadata": {"name": "p"}, "spec": {"containers": [container("a")]}},
+        {
+            "metadata": {"annotations": {"a": None, "b": "1"}},
+            "spec": {"containers": [{"name": "a", "resources": {"limits": {"cpu": None}}}]},
+        },
+        POD,
+    )
+    assert out["metadata"]["annotations"] == {"b": "1"}
+    assert out["spec"]["containers"] == [container("a", resources={"limits": {}})]
+
+
 def test_missing_merge_key_in_a_nested_list_is_400() -> None:
     with pytest.raises(PatchError) as info:
         apply_strategic_merge_patch(
