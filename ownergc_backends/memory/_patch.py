@@ -399,7 +399,8 @@ def apply_strategic_merge_patch(
     original takes the patch value as-is, minus its ``null`` map values
     (so a ``$patch: delete`` entry sent for an object that has no
     ``ownerReferences`` at all is stored as an entry with only ``uid`` and
-    then fails validation with 422, as on a real apiserver); a removed ``uid`` that is not present is silently ignored.
+    then fails validation with 422, as on a real apiserver); a removed
+    ``uid`` that is not present is silently ignored.
     One deliberate deviation: ``$deleteFromPrimitiveList`` against an absent
     list is a no-op (Kubernetes would store the deletion list as the value).
     """
