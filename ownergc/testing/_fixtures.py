@@ -154,8 +154,11 @@ class OwnerGCStore:
         *,
         namespace: str | None = None,
         subresource: str | None = None,
+        patched_from: str | None = None,
     ) -> JSONDict:
-        return await self.store.update(resource, obj, namespace=namespace, subresource=subresource)
+        return await self.store.update(
+            resource, obj, namespace=namespace, subresource=subresource, patched_from=patched_from
+        )
 
     async def patch(
         self,
@@ -174,6 +177,19 @@ class OwnerGCStore:
             patch_type=patch_type,
             namespace=namespace,
             subresource=subresource,
+        )
+
+    async def patched(
+        self,
+        resource: APIResource,
+        name: str,
+        patch: JSONDict | builtins.list[JSONDict],
+        *,
+        patch_type: PatchType,
+        namespace: str | None = None,
+    ) -> tuple[JSONDict, JSONDict]:
+        return await self.store.patched(
+            resource, name, patch, patch_type=patch_type, namespace=namespace
         )
 
     async def delete(

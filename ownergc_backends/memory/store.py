@@ -37,6 +37,7 @@ import uuid
 from collections import Counter, deque
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 import anyio
 import anyio.lowlevel
@@ -45,6 +46,7 @@ from ownergc.errors import (
     AlreadyExists,
     APIError,
     BadRequest,
+    Conflict,
     Invalid,
     NotFound,
     RESTMappingError,
@@ -85,7 +87,19 @@ from ._resources import GCPolicy
 from ._storage import ObjectStorage
 from ._writes import WriteRules
 
-__all__ = ["InMemoryStore", "RequestLog"]
+__all__ = ["InMemoryStore", "PatchRaced", "RequestLog"]
+
+
+class PatchRaced(Conflict):
+    """The object changed between :meth:`InMemoryStore.patched` and the write: patch
+    the new state again (a 409 if it reaches a client)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"the object {name!r} has been modified; please apply your changes to the "
+            "latest version and try again",
+            reason="Conflict",
+        )
 
 
 class RequestLog:
@@ -481,6 +495,7 @@ class InMemoryStore:
         *,
         namespace: str | None = None,
         subresource: str | None = None,
+        patched_from: str | None = None,
     ) -> JSONDict:
         """PUT: replace the object named by ``obj``, with optimistic concurrency.
 
@@ -489,10 +504,16 @@ class InMemoryStore:
         built-in kinds and :class:`Invalid` for registered kinds (as for
         custom resources). Emptying the finalizers of a deleting object
         removes it (the returned object then carries the deletion's rv).
+
+        ``patched_from`` makes this the write of a PATCH computed by
+        :meth:`patched` from the object at that resourceVersion: patch rules
+        apply (no resourceVersion needed), it is logged as a patch, and it
+        raises :class:`PatchRaced` if the object moved since, so the caller
+        can patch the new state again as kube-apiserver does.
         """
         await anyio.lowlevel.checkpoint()
         name = _name_of(obj)
-        self._begin("update", resource, namespace, name)
+        self._begin("update" if patched_from is None else "patch", resource, namespace, name)
         with self._storage.write() as wake:
             bucket = self._registry.bucket_for(resource)
             self._registry.check_verb(bucket, "update")
@@ -505,8 +526,16 @@ class InMemoryStore:
             if existing is None:
                 raise not_found(bucket, name)
             self._check_subresource(bucket, subresource)
+            moved = existing["metadata"].get("resourceVersion") != patched_from
+            if patched_from is not None and moved:
+                raise PatchRaced(name)
             stored = self._rules.update_locked(
-                bucket, existing, body, wake, is_patch=False, subresource=subresource
+                bucket,
+                existing,
+                body,
+                wake,
+                is_patch=patched_from is not None,
+                subresource=subresource,
             )
         return render(bucket, stored, resource.version, False)
 
@@ -557,6 +586,50 @@ class InMemoryStore:
         """
         await anyio.lowlevel.checkpoint()
         self._begin("patch", resource, namespace, name)
+        with self._storage.write() as wake:
+            bucket, existing, result = self._patch_locked(
+                resource, name, patch, patch_type, namespace
+            )
+            self._check_subresource(bucket, subresource)
+            stored = self._rules.update_locked(
+                bucket, existing, result, wake, is_patch=True, subresource=subresource
+            )
+        return render(bucket, stored, resource.version, False)
+
+    async def patched(
+        self,
+        resource: APIResource,
+        name: str,
+        patch: JSONDict | builtins.list[JSONDict],
+        *,
+        patch_type: PatchType,
+        namespace: str | None = None,
+    ) -> tuple[JSONDict, JSONDict]:
+        """``(current, patched)``: the live object and what the patch makes of it, with
+        nothing written.
+
+        The first half of a PATCH for a server that must see the patched
+        object before it is stored (admission, managedFields): write the
+        result with :meth:`update` and ``patched_from=`` the current
+        object's resourceVersion. Raises what :meth:`patch` raises for the
+        patch itself.
+        """
+        await anyio.lowlevel.checkpoint()
+        with self._lock:
+            bucket, existing, result = self._patch_locked(
+                resource, name, patch, patch_type, namespace
+            )
+            current = render(bucket, existing, resource.version, False)
+        return current, result
+
+    def _patch_locked(
+        self,
+        resource: APIResource,
+        name: str,
+        patch: Any,
+        patch_type: PatchType,
+        namespace: str | None,
+    ) -> tuple[_Storage, JSONDict, JSONDict]:
         try:
             kind = PatchType(patch_type)
         except ValueError:
@@ -565,43 +638,38 @@ class InMemoryStore:
                 reason="UnsupportedMediaType",
             ) from None
         document = json_value(patch, "the patch")
-        with self._storage.write() as wake:
-            bucket = self._registry.bucket_for(resource)
-            self._registry.check_verb(bucket, "patch")
-            if kind is PatchType.STRATEGIC_MERGE and not bucket.spec.strategic_merge_patch:
-                raise UnsupportedPatchType(
-                    "the body of the request was in an unknown format - accepted media types "
-                    "include: application/json-patch+json, application/merge-patch+json, "
-                    "application/apply-patch+yaml",
-                    reason="UnsupportedMediaType",
-                )
-            ns = self._registry.object_namespace(bucket, namespace)
-            existing = bucket.lookup(ns, name)
-            if existing is None:
-                raise not_found(bucket, name)
-            current = render(bucket, existing, resource.version, False)
-            try:
-                if kind is PatchType.STRATEGIC_MERGE:
-                    result = apply_strategic_merge_patch(current, document)
-                elif kind is PatchType.MERGE:
-                    if not isinstance(document, dict):
-                        raise PatchError("a JSON merge patch must be a JSON object")
-                    result = apply_json_merge_patch(current, document)
-                else:
-                    result = apply_json_patch(current, document)
-            except PatchError as exc:
-                if exc.status == 422:
-                    raise Invalid(exc.message, reason="Invalid") from None
-                if exc.status == 409:
-                    raise conflict(bucket, name, exc.message) from None
-                raise BadRequest(exc.message, reason="BadRequest") from None
-            if not isinstance(result, dict):
-                raise BadRequest("the patched object is not a JSON object", reason="BadRequest")
-            self._check_subresource(bucket, subresource)
-            stored = self._rules.update_locked(
-                bucket, existing, result, wake, is_patch=True, subresource=subresource
+        bucket = self._registry.bucket_for(resource)
+        self._registry.check_verb(bucket, "patch")
+        if kind is PatchType.STRATEGIC_MERGE and not bucket.spec.strategic_merge_patch:
+            raise UnsupportedPatchType(
+                "the body of the request was in an unknown format - accepted media types "
+                "include: application/json-patch+json, application/merge-patch+json, "
+                "application/apply-patch+yaml",
+                reason="UnsupportedMediaType",
             )
-        return render(bucket, stored, resource.version, False)
+        ns = self._registry.object_namespace(bucket, namespace)
+        existing = bucket.lookup(ns, name)
+        if existing is None:
+            raise not_found(bucket, name)
+        current = render(bucket, existing, resource.version, False)
+        try:
+            if kind is PatchType.STRATEGIC_MERGE:
+                result = apply_strategic_merge_patch(current, document)
+            elif kind is PatchType.MERGE:
+                if not isinstance(document, dict):
+                    raise PatchError("a JSON merge patch must be a JSON object")
+                result = apply_json_merge_patch(current, document)
+            else:
+                result = apply_json_patch(current, document)
+        except PatchError as exc:
+            if exc.status == 422:
+                raise Invalid(exc.message, reason="Invalid") from None
+            if exc.status == 409:
+                raise conflict(bucket, name, exc.message) from None
+            raise BadRequest(exc.message, reason="BadRequest") from None
+        if not isinstance(result, dict):
+            raise BadRequest("the patched object is not a JSON object", reason="BadRequest")
+        return bucket, existing, result
 
     async def delete(
         self,

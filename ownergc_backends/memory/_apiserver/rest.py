@@ -32,7 +32,7 @@ from .._pages import ContinuePages, limit_of
 from .._printing import _partial, _table
 from .._selectors import _filter_from
 from .._tables import Printer
-from ..store import InMemoryStore
+from ..store import InMemoryStore, PatchRaced
 from .admission import AdmissionAttributes, AdmissionChain
 from .context import Reply, RequestContext, ResourceRoute
 from .dryrun import DryRunPolicy
@@ -347,8 +347,18 @@ class UpdateHandler:
 
 
 class PatchHandler:
-    """JSON, merge and strategic-merge patches (the store applies them); server-side
-    apply goes to the field manager."""
+    """JSON, merge and strategic-merge patches; server-side apply goes to the field
+    manager.
+
+    As kube-apiserver's patcher does, the handler computes the patched object
+    itself (:meth:`InMemoryStore.patched`), so admission and the field manager
+    see the object about to be stored, then writes it as an update guarded by
+    the resourceVersion it was computed from; if the object moved meanwhile
+    the patch is applied again to the new state.
+    """
+
+    #: Attempts before a patch that keeps racing other writers is answered 409.
+    attempts: Final = 5
 
     def __init__(self, store: InMemoryStore, renderer: ObjectRenderer, writes: WriteSteps) -> None:
         self.store = store
@@ -368,27 +378,51 @@ class PatchHandler:
         if patch_type is None:
             raise unsupported_patch_type(content_type)
         document = _json_body(request.body, "the patch")
-        assert route.name is not None
-        await self.writes.admit(
-            ctx,
-            "UPDATE",
-            route,
-            None,
-            dry_run=dry_run,
-            old=_old_object(self.store, route),
-            patch=document,
-            patch_type=patch_type,
-        )
-        patched = await self.store.patch(
-            route.resource,
-            route.name,
-            document,
-            patch_type=patch_type,
-            namespace=route.namespace,
-            subresource=route.subresource,
-        )
+        patched = await self._patch(ctx, route, document, patch_type, dry_run=dry_run)
         await self.writes.hooks.run("patch", route.resource, patched)
         return _json_response(200, self.renderer.one(request, patched, target, route))
+
+    async def _patch(
+        self,
+        ctx: RequestContext,
+        route: ResourceRoute,
+        document: Any,
+        patch_type: PatchType,
+        *,
+        dry_run: bool,
+    ) -> JSONDict:
+        assert route.name is not None
+        for attempt in range(self.attempts):
+            current, result = await self.store.patched(
+                route.resource,
+                route.name,
+                document,
+                patch_type=patch_type,
+                namespace=route.namespace,
+            )
+            attrs = await self.writes.admit(
+                ctx,
+                "UPDATE",
+                route,
+                result,
+                dry_run=dry_run,
+                old=_known(current),
+                patch=document,
+                patch_type=patch_type,
+            )
+            obj: Any = self.writes.fields.on_write(attrs, manager_name(ctx.request))
+            try:
+                return await self.store.update(
+                    route.resource,
+                    obj,
+                    namespace=route.namespace,
+                    subresource=route.subresource,
+                    patched_from=(current.get("metadata") or {}).get("resourceVersion"),
+                )
+            except PatchRaced:
+                if attempt == self.attempts - 1:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _preconditions(options: JSONDict) -> Preconditions | None:
