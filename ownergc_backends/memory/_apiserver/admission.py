@@ -12,10 +12,9 @@ No plugin exists yet: the default chain is empty, which is today's behaviour
 (no admission). With an empty chain the handlers skip fetching the old
 object, so the store sees exactly the calls it saw before the seam existed.
 
-For PATCH the store applies the patch, so ``obj`` is None and ``patch`` /
-``patch_type`` carry the request; a plugin that needs the patched object
-needs the handler to apply the patch itself first (``_patch.py`` has the
-functions) and write the result as an update.
+For PATCH the handler applies the patch first, so ``obj`` is the patched
+object, ``old_obj`` the object it was computed from, and ``patch`` /
+``patch_type`` carry the request as sent.
 """
 
 from __future__ import annotations
@@ -47,7 +46,7 @@ class AdmissionAttributes:
     namespace: str | None
     name: str | None
     subresource: str | None
-    #: The object to write (None for a delete, and for a patch: see the module doc).
+    #: The object to write (None for a delete; for a patch, the patched object).
     obj: JSONDict | None
     #: The object before the write, when a plugin asked for it (``wants_old_object``).
     old_obj: JSONDict | None
