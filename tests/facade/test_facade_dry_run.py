@@ -13,14 +13,18 @@ the answer is the would-be object, and nothing changes on the server.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio.from_thread
 import pytest
 
 from ownergc_backends.memory import InMemoryStore
+from ownergc_backends.memory._negotiation import _Response
 from ownergc_backends.memory.http import KubeAPIServer
 from tests.facade.facade_helpers import Reply, request
 
@@ -304,3 +308,104 @@ def test_write_hooks_do_not_see_dry_runs(server: KubeAPIServer, store: InMemoryS
     assert seen == []
     request(server, "POST", CM, {"metadata": {"name": "x"}})
     assert seen == ["create"]
+
+
+# -- kubectl 1.20 over the facade, with an OpenAPI document that declares dryRun
+#
+# kubectl 1.20 sends a dry run only for kinds whose PATCH operation in
+# /openapi/v2 (protobuf, gnostic openapi_v2.Document) lists a ``dryRun`` query
+# parameter. Until serve publishes the recorded document (issue 17 item 4), this
+# test serves the smallest such document, so 1.20's own requests (the
+# DeleteOptions body, the dry-run patch of ``diff``) are checked now.
+
+
+def _field(number: int, data: bytes | str) -> bytes:
+    """A length-delimited protobuf field (field numbers below 16: a one-byte key)."""
+    raw = data.encode() if isinstance(data, str) else data
+    out, n = bytearray(), len(raw)
+    key = number << 3 | 2
+    out.append(key)
+    while True:
+        low, n = n & 0x7F, n >> 7
+        out.append(low | 0x80 if n else low)
+        if not n:
+            return bytes(out) + raw
+
+
+def _declares_dry_run(path: str, version: str, kind: str) -> bytes:
+    """A ``NamedPathItem`` whose PATCH takes ``dryRun``, tagged with the kind's GVK."""
+    gvk = f'group: ""\nversion: {version}\nkind: {kind}\n'
+    extension = _field(1, "x-kubernetes-group-version-kind") + _field(2, _field(2, gvk))
+    query = _field(2, "query") + _field(4, "dryRun")  # QueryParameterSubSchema in, name
+    parameter = _field(1, _field(2, _field(3, query)))  # ParametersItem/Parameter/NonBody
+    patch = _field(8, parameter) + _field(13, extension)  # Operation parameters, extension
+    return _field(1, path) + _field(2, _field(8, patch))  # name, PathItem.patch
+
+
+class _DryRunOpenAPI:
+    def serve(self, request: Any, path: str) -> Any:
+        if path != "/openapi/v2":
+            return None
+        paths = _field(
+            2,
+            _declares_dry_run(
+                "/api/v1/namespaces/{namespace}/configmaps/{name}", "v1", "ConfigMap"
+            ),
+        )
+        document = _field(1, "2.0") + _field(8, paths)
+        return _Response(200, document, [("Content-Type", "application/octet-stream")])
+
+
+def test_kubectl_120_dry_runs_over_the_facade(tmp_path: Path) -> None:
+    binary = os.environ.get("OWNERGC_KUBECTL")
+    if not binary:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("kubectl 1.20 is required in CI (OWNERGC_KUBECTL)")
+        pytest.skip("no kubectl 1.20 (OWNERGC_KUBECTL)")
+    store = InMemoryStore()
+    server = KubeAPIServer(store, openapi=_DryRunOpenAPI())
+    with anyio.from_thread.start_blocking_portal() as portal:
+        future, _ = portal.start_task(server.serve)
+        try:
+            config = tmp_path / "kubeconfig"
+            server.write_kubeconfig(config)
+
+            def kubectl(*args: str) -> subprocess.CompletedProcess[str]:
+                cmd = [binary, "--kubeconfig", str(config), "--cache-dir", str(tmp_path), *args]
+                env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+                return subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
+
+            manifest = tmp_path / "web.yaml"
+            manifest.write_text(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web, namespace: default}\n"
+                "data: {color: blue}\n"
+            )
+            assert kubectl("apply", "-f", str(manifest)).returncode == 0
+            manifest.write_text(manifest.read_text().replace("blue", "red"))
+            with nothing_changes(server, store):
+                created = kubectl(
+                    "create",
+                    "configmap",
+                    "x",
+                    "--from-literal=a=b",
+                    "--dry-run=server",
+                    "-o",
+                    "json",
+                )
+                assert created.returncode == 0, created.stderr
+                assert "resourceVersion" not in json.loads(created.stdout)["metadata"]
+                applied = kubectl(
+                    "apply", "-f", str(manifest), "--dry-run=server", "-o", "jsonpath={.data}"
+                )
+                assert (applied.returncode, applied.stdout) == (0, '{"color":"red"}'), (
+                    applied.stderr
+                )
+                diff = kubectl("diff", "-f", str(manifest))
+                assert diff.returncode == 1 and "+  color: red" in diff.stdout, diff.stderr
+                deleted = kubectl("delete", "configmap", "web", "--dry-run=server")
+                assert deleted.returncode == 0 and "(server dry run)" in deleted.stdout
+            assert store.get_object("v1", "ConfigMap", "web", "default")["data"] == {
+                "color": "blue"
+            }
+        finally:
+            future.cancel()
