@@ -24,6 +24,11 @@ class ScaleHandler:
 
     async def __call__(self, ctx: RequestContext, route: ResourceRoute) -> Reply:
         request = ctx.request
+        writing = request.method not in ("GET", "HEAD")
+        dry_run = writing and self.dry_run.dry_run(
+            request.query.get("dryRun"),
+            options_kind="PatchOptions" if request.method == "PATCH" else "UpdateOptions",
+        )
         paths = self.store.scale_paths_of(route.resource)
         assert paths is not None and route.name is not None
         obj = await self.store.get(
@@ -32,10 +37,6 @@ class ScaleHandler:
         scale = to_scale(obj, paths)
         if request.method in ("GET", "HEAD"):
             return _json_response(200, scale)
-        dry_run = self.dry_run.dry_run(
-            request.query.get("dryRun"),
-            options_kind="PatchOptions" if request.method == "PATCH" else "UpdateOptions",
-        )
         document = _json_body(request.body, "the scale")
         if request.method == "PATCH":
             content_type = request.headers.get("content-type", "").split(";")[0].strip()
