@@ -255,9 +255,10 @@ class KubeStore(AsyncResource):
     and close it with :meth:`aclose` (or ``async with``).
 
     ``qps``/``burst`` configure the client-side token bucket every request
-    but a watch passes, as in client-go (``qps <= 0`` disables it). A 429 (API Priority and Fairness, max
-    in-flight) or a 5xx carrying ``Retry-After`` is retried after that delay,
-    at most ``max_retries`` times, each retry taking a new token.
+    but a watch passes, as in client-go (``qps <= 0`` disables it). A 429 (API
+    Priority and Fairness, max in-flight) or a 5xx carrying ``Retry-After`` is
+    retried after that delay, at most ``max_retries`` times, each retry taking a
+    new token.
     """
 
     def __init__(
