@@ -25,6 +25,8 @@ import pytest
 
 from ownergc_backends.memory import InMemoryStore
 from ownergc_backends.memory._negotiation import _Response
+from ownergc_backends.memory._openapi import builtin_v2
+from ownergc_backends.memory._openapi_proto import encode_openapi_v2
 from ownergc_backends.memory.http import KubeAPIServer
 from tests.facade.facade_helpers import Reply, request
 
@@ -310,49 +312,20 @@ def test_write_hooks_do_not_see_dry_runs(server: KubeAPIServer, store: InMemoryS
     assert seen == ["create"]
 
 
-# -- kubectl 1.20 over the facade, with an OpenAPI document that declares dryRun
+# -- kubectl 1.20 over the facade, with the recorded OpenAPI document
 #
 # kubectl 1.20 sends a dry run only for kinds whose PATCH operation in
 # /openapi/v2 (protobuf, gnostic openapi_v2.Document) lists a ``dryRun`` query
-# parameter. Until serve publishes the recorded document (issue 17 item 4), this
-# test serves the smallest such document, so 1.20's own requests (the
+# parameter. Until serve publishes it (issue 17 item 4), this test serves the
+# recorded document in that form, so 1.20's own dry-run requests (the
 # DeleteOptions body, the dry-run patch of ``diff``) are checked now.
 
 
-def _field(number: int, data: bytes | str) -> bytes:
-    """A length-delimited protobuf field (field numbers below 16: a one-byte key)."""
-    raw = data.encode() if isinstance(data, str) else data
-    out, n = bytearray(), len(raw)
-    key = number << 3 | 2
-    out.append(key)
-    while True:
-        low, n = n & 0x7F, n >> 7
-        out.append(low | 0x80 if n else low)
-        if not n:
-            return bytes(out) + raw
-
-
-def _declares_dry_run(path: str, version: str, kind: str) -> bytes:
-    """A ``NamedPathItem`` whose PATCH takes ``dryRun``, tagged with the kind's GVK."""
-    gvk = f'group: ""\nversion: {version}\nkind: {kind}\n'
-    extension = _field(1, "x-kubernetes-group-version-kind") + _field(2, _field(2, gvk))
-    query = _field(2, "query") + _field(4, "dryRun")  # QueryParameterSubSchema in, name
-    parameter = _field(1, _field(2, _field(3, query)))  # ParametersItem/Parameter/NonBody
-    patch = _field(8, parameter) + _field(13, extension)  # Operation parameters, extension
-    return _field(1, path) + _field(2, _field(8, patch))  # name, PathItem.patch
-
-
-class _DryRunOpenAPI:
+class _RecordedOpenAPI:
     def serve(self, request: Any, path: str) -> Any:
         if path != "/openapi/v2":
             return None
-        paths = _field(
-            2,
-            _declares_dry_run(
-                "/api/v1/namespaces/{namespace}/configmaps/{name}", "v1", "ConfigMap"
-            ),
-        )
-        document = _field(1, "2.0") + _field(8, paths)
+        document = encode_openapi_v2(builtin_v2())
         return _Response(200, document, [("Content-Type", "application/octet-stream")])
 
 
@@ -363,7 +336,7 @@ def test_kubectl_120_dry_runs_over_the_facade(tmp_path: Path) -> None:
             pytest.fail("kubectl 1.20 is required in CI (OWNERGC_KUBECTL)")
         pytest.skip("no kubectl 1.20 (OWNERGC_KUBECTL)")
     store = InMemoryStore()
-    server = KubeAPIServer(store, openapi=_DryRunOpenAPI())
+    server = KubeAPIServer(store, openapi=_RecordedOpenAPI())
     with anyio.from_thread.start_blocking_portal() as portal:
         future, _ = portal.start_task(server.serve)
         try:
