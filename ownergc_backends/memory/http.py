@@ -62,7 +62,7 @@ from ._apiserver.filters import (
     RequestRecorder,
     StatusErrors,
 )
-from ._apiserver.openapi import EmptyOpenAPI, OpenAPIService
+from ._apiserver.openapi import OpenAPIService, PublishedOpenAPI
 from ._apiserver.responses import ConnectionServer
 from ._apiserver.rest import (
     CreateHandler,
@@ -77,8 +77,10 @@ from ._apiserver.rest import (
     WriteHooks,
     WriteSteps,
 )
+from ._apiserver.reviews import ReviewHandler
 from ._apiserver.router import NonResourceRoutes, ResourceResolver, RESTDispatcher, Router
 from ._apiserver.scale import ScaleHandler
+from ._apiserver.token import TokenRequestHandler
 from ._apiserver.watch import OpenWatches, WatchHandler, WatchStreamer
 from ._negotiation import negotiate as negotiate  # the tests' Accept checks import it here
 from ._pages import ContinuePages
@@ -154,7 +156,7 @@ class KubeAPIServer:
         )
         self.streamer = WatchStreamer(self.store, self.served, self._printer, self._watches)
         router = Router(
-            NonResourceRoutes(openapi or EmptyOpenAPI()),
+            NonResourceRoutes(openapi or PublishedOpenAPI(self.store)),
             Discovery(self.store, lambda: self.url),
             ResourceResolver(self.store),
             gate_for(store),
@@ -168,6 +170,8 @@ class KubeAPIServer:
                 delete=DeleteHandler(self.store, renderer, writes),
                 deletecollection=DeleteCollectionHandler(self.store, writes),
                 scale=ScaleHandler(self.store, writes.dry_run),
+                review=ReviewHandler(),
+                token=TokenRequestHandler(self.store),
             ),
         )
         chain: Handler = RequestLog(

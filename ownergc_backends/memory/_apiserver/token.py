@@ -27,7 +27,7 @@ from typing import Any, Final
 from ownergc.errors import BadRequest, MethodNotAllowed
 from ownergc.protocols import JSONDict
 
-from .._negotiation import _json_body, _json_response
+from .._negotiation import _json_response, object_body
 from .._objects import _invalid
 from .._validation import FieldError
 from ..store import InMemoryStore
@@ -79,7 +79,7 @@ class TokenRequestHandler:
                 reason="MethodNotAllowed",
             )
         assert route.name is not None
-        body = _json_body(request.body, "the TokenRequest") if request.body.strip() else {}
+        body = object_body(request, "the TokenRequest") if request.body.strip() else {}
         if not isinstance(body, dict):
             raise BadRequest("the TokenRequest must be a JSON object", reason="BadRequest")
         account = await self.store.get(
