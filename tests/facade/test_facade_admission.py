@@ -416,6 +416,29 @@ def test_namespace_and_object_selectors(
     assert len(hook.reviews) == 1
 
 
+def test_a_namespace_is_selected_by_its_name_label_as_on_a_real_server(
+    store: InMemoryStore, server: KubeAPIServer, hook: Hook
+) -> None:
+    hook.answer = lambda review: {"allowed": False, "status": {"message": "kube-system"}}
+    by_name = {
+        "matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["kube-system"]}
+        ]
+    }
+    register(
+        store,
+        "Validating",
+        "by-name",
+        webhook("by-name.example.com", hook, namespaceSelector=by_name),
+    )
+    status, _, _ = request(server, "POST", CM, configmap("a"))
+    assert status == 201
+    status, _, body = request(
+        server, "POST", "/api/v1/namespaces/kube-system/configmaps", configmap("b", "kube-system")
+    )
+    assert status == 400, body
+
+
 # -- dry run -------------------------------------------------------------------------------
 
 

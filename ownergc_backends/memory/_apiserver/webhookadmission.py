@@ -44,6 +44,7 @@ MUTATING: Final = APIResource(
 VALIDATING: Final = APIResource(
     _REG, "v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration", False
 )
+NAME_LABEL: Final = "kubernetes.io/metadata.name"
 #: The options kind each operation's AdmissionReview carries.
 _OPTIONS_KIND: Final = {"CREATE": "CreateOptions", "UPDATE": "UpdateOptions"}
 
@@ -72,7 +73,11 @@ class StoreWebhookSource:
         if found is None:
             return None
         labels = (found.get("metadata") or {}).get("labels") or {}
-        return {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {}
+        plain = {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {}
+        # kube-apiserver labels every namespace with its name (the recorded 1.24 cluster's
+        # namespaces carry it); selectors such as deploy/webhook's rely on it.
+        plain[NAME_LABEL] = name
+        return plain
 
     def equivalents(self, group: str, resource: str) -> Sequence[tuple[str, str, str, str]]:
         """Every served version of ``group``/``resource`` (a CRD's, or a built-in's)."""
