@@ -302,6 +302,30 @@ def test_a_validating_hook_can_refuse_a_patch(
     assert stored is not None and not stored["metadata"].get("labels")
 
 
+def test_a_validating_hook_on_delete_sees_the_old_object_and_can_refuse(
+    store: InMemoryStore, server: KubeAPIServer, kubectl: Kubectl, hook: Hook
+) -> None:
+    def answer(review: JSONDict) -> JSONDict:
+        if review["request"]["operation"] == "DELETE":
+            return {"allowed": False, "status": {"message": "keep it"}}
+        return {"allowed": True}
+
+    hook.answer = answer
+    entry = webhook("keeper.example.com", hook)
+    entry["rules"][0]["operations"] = ["CREATE", "DELETE"]
+    register(store, "Validating", "keeper", entry)
+    kubectl.run("create", "configmap", "kept", "--from-literal=a=b")
+    refused = kubectl.run("delete", "configmap", "kept", check=False)
+    assert refused.returncode != 0
+    assert 'admission webhook "keeper.example.com" denied the request: keep it' in refused.stderr
+    assert store.get_object("v1", "ConfigMap", "kept", "default") is not None
+    create, delete = (r["request"] for r in hook.reviews)
+    assert create["object"]["metadata"]["namespace"] == "default"
+    assert delete["object"] is None
+    assert delete["oldObject"]["metadata"]["name"] == "kept"
+    assert delete["options"]["kind"] == "DeleteOptions"
+
+
 # -- failures ------------------------------------------------------------------------------
 
 

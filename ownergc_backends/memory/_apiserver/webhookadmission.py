@@ -46,7 +46,11 @@ VALIDATING: Final = APIResource(
 )
 NAME_LABEL: Final = "kubernetes.io/metadata.name"
 #: The options kind each operation's AdmissionReview carries.
-_OPTIONS_KIND: Final = {"CREATE": "CreateOptions", "UPDATE": "UpdateOptions"}
+_OPTIONS_KIND: Final = {
+    "CREATE": "CreateOptions",
+    "UPDATE": "UpdateOptions",
+    "DELETE": "DeleteOptions",
+}
 
 
 def _count(store: InMemoryStore, resource: APIResource) -> int:
@@ -126,10 +130,17 @@ def _dispatch_attributes(attrs: AdmissionAttributes) -> _webhooks.AdmissionAttri
     """The facade's attributes as the dispatcher takes them."""
     resource = attrs.resource
     obj = attrs.obj if isinstance(attrs.obj, dict) else None
+    meta = (obj or {}).get("metadata")
+    if obj is not None and attrs.namespace and isinstance(meta, dict) and not meta.get("namespace"):
+        # The object as the server holds it: in the namespace of the URL (kubectl's
+        # create bodies often leave it out).
+        obj = {**obj, "metadata": {**meta, "namespace": attrs.namespace}}
     name = attrs.name or str(((obj or {}).get("metadata") or {}).get("name") or "")
-    options: JSONDict = attrs.options
-    if not options and attrs.operation in _OPTIONS_KIND:
-        options = {"kind": _OPTIONS_KIND[attrs.operation], "apiVersion": "meta.k8s.io/v1"}
+    options: JSONDict = {
+        "kind": _OPTIONS_KIND[attrs.operation],
+        "apiVersion": "meta.k8s.io/v1",
+        **attrs.options,
+    }
     user: JSONDict = {"username": attrs.user.name, "groups": list(attrs.user.groups)}
     if attrs.user.uid:
         user["uid"] = attrs.user.uid
