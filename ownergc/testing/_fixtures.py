@@ -143,9 +143,14 @@ class OwnerGCStore:
         )
 
     async def create(
-        self, resource: APIResource, obj: JSONDict, *, namespace: str | None = None
+        self,
+        resource: APIResource,
+        obj: JSONDict,
+        *,
+        namespace: str | None = None,
+        dry_run: bool = False,
     ) -> JSONDict:
-        return await self.store.create(resource, obj, namespace=namespace)
+        return await self.store.create(resource, obj, namespace=namespace, dry_run=dry_run)
 
     async def update(
         self,
@@ -155,9 +160,15 @@ class OwnerGCStore:
         namespace: str | None = None,
         subresource: str | None = None,
         patched_from: str | None = None,
+        dry_run: bool = False,
     ) -> JSONDict:
         return await self.store.update(
-            resource, obj, namespace=namespace, subresource=subresource, patched_from=patched_from
+            resource,
+            obj,
+            namespace=namespace,
+            subresource=subresource,
+            patched_from=patched_from,
+            dry_run=dry_run,
         )
 
     async def patch(
@@ -169,6 +180,7 @@ class OwnerGCStore:
         patch_type: PatchType,
         namespace: str | None = None,
         subresource: str | None = None,
+        dry_run: bool = False,
     ) -> JSONDict:
         return await self.store.patch(
             resource,
@@ -177,6 +189,7 @@ class OwnerGCStore:
             patch_type=patch_type,
             namespace=namespace,
             subresource=subresource,
+            dry_run=dry_run,
         )
 
     async def patched(
@@ -201,6 +214,7 @@ class OwnerGCStore:
         propagation_policy: PropagationPolicy | str | None = None,
         preconditions: Preconditions | None = None,
         orphan_dependents: bool | None = None,
+        dry_run: bool = False,
     ) -> JSONDict | None:
         return await self.store.delete(
             resource,
@@ -209,6 +223,7 @@ class OwnerGCStore:
             propagation_policy=propagation_policy,
             preconditions=preconditions,
             orphan_dependents=orphan_dependents,
+            dry_run=dry_run,
         )
 
     async def delete_and_report(
@@ -220,6 +235,7 @@ class OwnerGCStore:
         propagation_policy: PropagationPolicy | str | None = None,
         preconditions: Preconditions | None = None,
         orphan_dependents: bool | None = None,
+        dry_run: bool = False,
     ) -> tuple[JSONDict, bool]:
         return await self.store.delete_and_report(
             resource,
@@ -228,6 +244,7 @@ class OwnerGCStore:
             propagation_policy=propagation_policy,
             preconditions=preconditions,
             orphan_dependents=orphan_dependents,
+            dry_run=dry_run,
         )
 
     # -- the store's extras, passed on

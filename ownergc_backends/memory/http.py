@@ -16,7 +16,7 @@ in :mod:`._apiserver`.
 Deliberate differences from kube-apiserver (``docs/http-facade.md`` has them all):
 
 * No authentication, authorization, server-side apply
-  (``application/apply-patch+yaml`` answers 415), dry run (400), protobuf or
+  (``application/apply-patch+yaml`` answers 415), protobuf or
   YAML bodies (JSON only), subresources (404), ``limit``/``continue``
   (lists are never paginated, which clients accept), list ``resourceVersion``
   semantics (always the latest), or BOOKMARK events.
@@ -49,7 +49,7 @@ from ownergc.protocols import APIResource, JSONDict
 from ._apiserver.admission import AdmissionChain
 from ._apiserver.context import Handler
 from ._apiserver.discovery import Discovery
-from ._apiserver.dryrun import DryRunPolicy, RefuseDryRun
+from ._apiserver.dryrun import AcceptDryRun, DryRunPolicy
 from ._apiserver.faults import StoreWrapper, gate_for, memory_store_behind
 from ._apiserver.fieldmanager import FieldManager, NoFieldManagement
 from ._apiserver.filters import (
@@ -118,7 +118,9 @@ class KubeAPIServer:
     ``dry_run``, ``openapi``) default to today's behaviour: anonymous requests,
     the admission webhooks of the stored Mutating/ValidatingWebhookConfigurations
     (``admission=AdmissionChain()`` turns admission off), no managedFields and a
-    415 for server-side apply, a 400 for dry run, an empty ``/openapi/v2``.
+    415 for server-side apply, ``dryRun=All`` served as kube-apiserver serves it
+    (:class:`AcceptDryRun`; pass ``RefuseDryRun()`` for the old 400), an empty
+    ``/openapi/v2``.
     """
 
     def __init__(
@@ -148,7 +150,7 @@ class KubeAPIServer:
 
         renderer = ObjectRenderer(self._printer)
         writes = WriteSteps(
-            dry_run=dry_run or RefuseDryRun(),
+            dry_run=dry_run or AcceptDryRun(),
             admission=admission if admission is not None else webhook_admission(self.store),
             fields=field_manager or NoFieldManagement(),
             hooks=WriteHooks(self.write_hooks),
@@ -168,7 +170,7 @@ class KubeAPIServer:
                 patch=PatchHandler(self.store, renderer, writes),
                 delete=DeleteHandler(self.store, renderer, writes),
                 deletecollection=DeleteCollectionHandler(self.store, writes),
-                scale=ScaleHandler(self.store),
+                scale=ScaleHandler(self.store, writes.dry_run),
             ),
         )
         chain: Handler = RequestLog(

@@ -471,6 +471,7 @@ class InMemoryStore:
         obj: JSONDict,
         *,
         namespace: str | None = None,
+        dry_run: bool = False,
     ) -> JSONDict:
         """Create ``obj`` (namespace from the argument or ``metadata.namespace``).
 
@@ -479,13 +480,20 @@ class InMemoryStore:
         :class:`AlreadyExists`, :class:`Invalid` (bad metadata),
         :class:`BadRequest` (undecodable input), :class:`NotFound` (no such
         namespace) or :class:`Forbidden` (namespace being deleted).
+
+        ``dry_run`` (``dryRun=All``): everything above runs and raises alike,
+        and the object that would be stored is returned, with a uid and
+        creationTimestamp but no resourceVersion, as kube-apiserver answers;
+        nothing is stored, no watch event is sent, no resourceVersion is used.
         """
         await anyio.lowlevel.checkpoint()
         self._begin("create", resource, namespace, _name_of(obj))
         with self._storage.write() as wake:
             bucket = self._registry.bucket_for(resource)
             self._registry.check_verb(bucket, "create")
-            stored = self._rules.create_locked(bucket, resource.version, namespace, obj, wake)
+            stored = self._rules.create_locked(
+                bucket, resource.version, namespace, obj, wake, dry_run=dry_run
+            )
         return render(bucket, stored, resource.version, False)
 
     async def update(
@@ -496,6 +504,7 @@ class InMemoryStore:
         namespace: str | None = None,
         subresource: str | None = None,
         patched_from: str | None = None,
+        dry_run: bool = False,
     ) -> JSONDict:
         """PUT: replace the object named by ``obj``, with optimistic concurrency.
 
@@ -510,6 +519,11 @@ class InMemoryStore:
         apply (no resourceVersion needed), it is logged as a patch, and it
         raises :class:`PatchRaced` if the object moved since, so the caller
         can patch the new state again as kube-apiserver does.
+
+        ``dry_run``: the same checks and errors, and the object the update
+        would leave (still carrying the stored resourceVersion); nothing is
+        written. An emptying of finalizers that would remove the object
+        leaves it in place.
         """
         await anyio.lowlevel.checkpoint()
         name = _name_of(obj)
@@ -536,6 +550,7 @@ class InMemoryStore:
                 wake,
                 is_patch=patched_from is not None,
                 subresource=subresource,
+                dry_run=dry_run,
             )
         return render(bucket, stored, resource.version, False)
 
@@ -573,6 +588,7 @@ class InMemoryStore:
         patch_type: PatchType,
         namespace: str | None = None,
         subresource: str | None = None,
+        dry_run: bool = False,
     ) -> JSONDict:
         """Apply a strategic merge, JSON merge or JSON patch and return the new object.
 
@@ -592,7 +608,13 @@ class InMemoryStore:
             )
             self._check_subresource(bucket, subresource)
             stored = self._rules.update_locked(
-                bucket, existing, result, wake, is_patch=True, subresource=subresource
+                bucket,
+                existing,
+                result,
+                wake,
+                is_patch=True,
+                subresource=subresource,
+                dry_run=dry_run,
             )
         return render(bucket, stored, resource.version, False)
 
@@ -680,6 +702,7 @@ class InMemoryStore:
         propagation_policy: PropagationPolicy | str | None = None,
         preconditions: Preconditions | None = None,
         orphan_dependents: bool | None = None,
+        dry_run: bool = False,
     ) -> JSONDict | None:
         """DELETE with the generic registry store's algorithm (items 82-88).
 
@@ -691,6 +714,8 @@ class InMemoryStore:
         Returns the object when finalizers keep it (now with a
         deletionTimestamp), None when it was removed. A second DELETE of a
         deleting object recomputes those finalizers from its options.
+        ``dry_run`` answers the same (the object as the DELETE would leave
+        it, or None) and changes nothing, finalizers or not.
         """
         obj, removed = await self.delete_and_report(
             resource,
@@ -699,6 +724,7 @@ class InMemoryStore:
             propagation_policy=propagation_policy,
             preconditions=preconditions,
             orphan_dependents=orphan_dependents,
+            dry_run=dry_run,
         )
         return None if removed else obj
 
@@ -811,12 +837,15 @@ class InMemoryStore:
         propagation_policy: PropagationPolicy | str | None = None,
         preconditions: Preconditions | None = None,
         orphan_dependents: bool | None = None,
+        dry_run: bool = False,
     ) -> tuple[JSONDict, bool]:
         """:meth:`delete`, returning ``(object, removed)`` atomically.
 
         When ``removed`` the object is its last state with the deletion's
         resourceVersion (what the DELETED watch event carries); otherwise it
-        is the object that remains, as :meth:`delete` returns it.
+        is the object that remains, as :meth:`delete` returns it. With
+        ``dry_run`` nothing changes; ``removed`` says the DELETE would remove
+        the object, which is then returned as stored (kube-apiserver's answer).
         """
         await anyio.lowlevel.checkpoint()
         self._begin("delete", resource, namespace, name)
@@ -827,10 +856,18 @@ class InMemoryStore:
             ns = self._registry.object_namespace(bucket, namespace)
             before = bucket.lookup(ns, name)
             result = self._rules.delete_locked(
-                bucket, resource.version, ns, name, policy, orphan_dependents, preconditions, wake
+                bucket,
+                resource.version,
+                ns,
+                name,
+                policy,
+                orphan_dependents,
+                preconditions,
+                wake,
+                dry_run=dry_run,
             )
             removed = result is None
             if result is None:
                 assert before is not None
-                result = _with_rv(before, self._storage.rv)
+                result = before if dry_run else _with_rv(before, self._storage.rv)
         return render(bucket, result, resource.version, False), removed

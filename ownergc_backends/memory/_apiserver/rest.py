@@ -140,7 +140,12 @@ class WriteHooks:
     def __init__(self, hooks: list[WriteHook]) -> None:
         self.hooks = hooks
 
-    async def run(self, verb: str, resource: APIResource, obj: JSONDict) -> None:
+    async def run(
+        self, verb: str, resource: APIResource, obj: JSONDict, *, dry_run: bool = False
+    ) -> None:
+        """Run the hooks, unless the write was a dry run (nothing was written)."""
+        if dry_run:
+            return
         for hook in list(self.hooks):
             await hook(verb, resource, obj)
 
@@ -223,6 +228,8 @@ def delete_options(request: Request) -> JSONDict:
             )
         return options
     options = {}
+    if "dryRun" in request.query:
+        options["dryRun"] = request.query["dryRun"]
     policy = request.param("propagationPolicy")
     if policy is not None:
         options["propagationPolicy"] = policy
@@ -299,13 +306,17 @@ class CreateHandler:
     async def __call__(self, ctx: RequestContext, route: ResourceRoute) -> Reply:
         request = ctx.request
         target = _accepts(request)
-        dry_run = self.writes.dry_run.dry_run(request.query.get("dryRun"))
+        dry_run = self.writes.dry_run.dry_run(
+            request.query.get("dryRun"), options_kind="CreateOptions"
+        )
         body = object_body(request, "the object to create")
         attrs = await self.writes.admit(ctx, "CREATE", route, body, dry_run=dry_run)
         # The body as sent (the store answers a non-object with its own 400/422).
         obj: Any = self.writes.fields.on_write(attrs, manager_name(request))
-        created = await self.store.create(route.resource, obj, namespace=route.namespace)
-        await self.writes.hooks.run("create", route.resource, created)
+        created = await self.store.create(
+            route.resource, obj, namespace=route.namespace, dry_run=dry_run
+        )
+        await self.writes.hooks.run("create", route.resource, created, dry_run=dry_run)
         return _json_response(201, self.renderer.one(request, created, target, route))
 
 
@@ -318,7 +329,9 @@ class UpdateHandler:
     async def __call__(self, ctx: RequestContext, route: ResourceRoute) -> Reply:
         request = ctx.request
         target = _accepts(request)
-        dry_run = self.writes.dry_run.dry_run(request.query.get("dryRun"))
+        dry_run = self.writes.dry_run.dry_run(
+            request.query.get("dryRun"), options_kind="UpdateOptions"
+        )
         body = object_body(request, "the object to update")
         assert route.name is not None
         if isinstance(body, dict):
@@ -342,8 +355,9 @@ class UpdateHandler:
             obj,
             namespace=route.namespace,
             subresource=route.subresource,
+            dry_run=dry_run,
         )
-        await self.writes.hooks.run("update", route.resource, updated)
+        await self.writes.hooks.run("update", route.resource, updated, dry_run=dry_run)
         return _json_response(200, self.renderer.one(request, updated, target, route))
 
 
@@ -369,18 +383,20 @@ class PatchHandler:
     async def __call__(self, ctx: RequestContext, route: ResourceRoute) -> Reply:
         request = ctx.request
         target = _accepts(request)
-        dry_run = self.writes.dry_run.dry_run(request.query.get("dryRun"))
+        dry_run = self.writes.dry_run.dry_run(
+            request.query.get("dryRun"), options_kind="PatchOptions"
+        )
         content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if content_type == APPLY_PATCH:
             applied = await self.writes.fields.apply(request, route, user=ctx.user, dry_run=dry_run)
-            await self.writes.hooks.run("patch", route.resource, applied)
+            await self.writes.hooks.run("patch", route.resource, applied, dry_run=dry_run)
             return _json_response(200, self.renderer.one(request, applied, target, route))
         patch_type = PATCH_TYPES.get(content_type)
         if patch_type is None:
             raise unsupported_patch_type(content_type)
         document = _json_body(request.body, "the patch")
         patched = await self._patch(ctx, route, document, patch_type, dry_run=dry_run)
-        await self.writes.hooks.run("patch", route.resource, patched)
+        await self.writes.hooks.run("patch", route.resource, patched, dry_run=dry_run)
         return _json_response(200, self.renderer.one(request, patched, target, route))
 
     async def _patch(
@@ -419,6 +435,7 @@ class PatchHandler:
                     namespace=route.namespace,
                     subresource=route.subresource,
                     patched_from=(current.get("metadata") or {}).get("resourceVersion"),
+                    dry_run=dry_run,
                 )
             except PatchRaced:
                 if attempt == self.attempts - 1:
@@ -445,7 +462,9 @@ class DeleteHandler:
         request = ctx.request
         target = _accepts(request)
         options = delete_options(request)
-        dry_run = self.writes.dry_run.dry_run(request.query.get("dryRun"), options.get("dryRun"))
+        dry_run = self.writes.dry_run.dry_run(
+            None, options.get("dryRun"), options_kind="DeleteOptions"
+        )
         preconditions = _preconditions(options)
         orphan = options.get("orphanDependents")
         assert route.name is not None
@@ -465,8 +484,9 @@ class DeleteHandler:
             propagation_policy=options.get("propagationPolicy"),
             preconditions=preconditions,
             orphan_dependents=orphan,
+            dry_run=dry_run,
         )
-        await self.writes.hooks.run("delete", route.resource, obj)
+        await self.writes.hooks.run("delete", route.resource, obj, dry_run=dry_run)
         resource = route.resource
         if removed and (resource.group, resource.resource) not in _RETURN_DELETED_OBJECT:
             meta = obj.get("metadata") or {}
@@ -482,6 +502,8 @@ class DeleteHandler:
                     "uid": meta.get("uid", ""),
                 },
             }
+            if not resource.group:  # omitempty, as the real server writes it
+                del status["details"]["group"]
             return _json_response(200, status)
         # 202 only when the object remains and the client asked for cascading
         # through the deprecated orphanDependents=false (kube-apiserver's rule).
@@ -499,7 +521,9 @@ class DeleteCollectionHandler:
     async def __call__(self, ctx: RequestContext, route: ResourceRoute) -> Reply:
         request = ctx.request
         options = delete_options(request)
-        dry_run = self.writes.dry_run.dry_run(request.query.get("dryRun"), options.get("dryRun"))
+        dry_run = self.writes.dry_run.dry_run(
+            None, options.get("dryRun"), options_kind="DeleteOptions"
+        )
         selector = _filter_from(request)
         listed = await self.store.list(route.resource, namespace=route.namespace)
         items = []
@@ -524,10 +548,11 @@ class DeleteCollectionHandler:
                     namespace=meta.get("namespace"),
                     propagation_policy=options.get("propagationPolicy"),
                     orphan_dependents=options.get("orphanDependents"),
+                    dry_run=dry_run,
                 )
             except NotFound:
                 continue
-            await self.writes.hooks.run("delete", route.resource, obj)
+            await self.writes.hooks.run("delete", route.resource, obj, dry_run=dry_run)
             items.append(obj)
         body = {
             "kind": f"{route.resource.kind}List",
