@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -28,7 +29,8 @@ from ownergc_backends.memory import InMemoryStore
 from ownergc_backends.memory._apiserver.admission import AdmissionChain
 from ownergc_backends.memory._apiserver.responses import warning_headers
 from ownergc_backends.memory.http import KubeAPIServer
-from tests.facade.facade_helpers import Kubectl
+from tests.facade.facade_helpers import Kubectl, find_kubectl
+from tests.facade.test_facade_dry_run import _RecordedOpenAPI
 
 JSONDict = dict[str, Any]
 
@@ -466,13 +468,6 @@ def test_a_namespace_is_selected_by_its_name_label_as_on_a_real_server(
 # -- dry run -------------------------------------------------------------------------------
 
 
-class _AcceptDryRun:
-    """A dry-run policy that says yes (the store is never reached in this test)."""
-
-    def dry_run(self, query: Any, options: Any = None) -> bool:
-        return bool(query)
-
-
 def _serving(server: KubeAPIServer, call: Callable[[], Any]) -> Any:
     """Run ``call`` (blocking HTTP) in a thread while ``server`` serves."""
 
@@ -487,19 +482,88 @@ def _serving(server: KubeAPIServer, call: Callable[[], Any]) -> Any:
     return anyio.run(scenario)
 
 
-def test_a_hook_with_side_effects_fails_a_dry_run(hook: Hook) -> None:
-    store = InMemoryStore()
+@pytest.fixture
+def dry_server(store: InMemoryStore) -> Iterator[KubeAPIServer]:
+    """The facade serving the recorded OpenAPI document, which kubectl 1.20 reads to
+    learn that a kind supports dry run (the default serves an empty one)."""
+    server = KubeAPIServer(store, openapi=_RecordedOpenAPI())
+    with anyio.from_thread.start_blocking_portal() as portal:
+        future, _ = portal.start_task(server.serve)
+        try:
+            yield server
+        finally:
+            future.cancel()
+
+
+@pytest.fixture
+def dry_kubectl(dry_server: KubeAPIServer, tmp_path: Path) -> Kubectl:
+    binary = find_kubectl()
+    if binary is None:
+        pytest.skip("no kubectl (set OWNERGC_KUBECTL)")
+    config = tmp_path / "dry-kubeconfig"
+    dry_server.write_kubeconfig(config)
+    return Kubectl(binary, config, tmp_path / "dry-cache", tmp_path)
+
+
+@pytest.mark.parametrize("side_effects", ["Some", "Unknown"])
+def test_a_hook_with_side_effects_fails_a_dry_run(
+    store: InMemoryStore,
+    dry_server: KubeAPIServer,
+    dry_kubectl: Kubectl,
+    hook: Hook,
+    side_effects: str,
+) -> None:
+    server, kubectl = dry_server, dry_kubectl
     register(
-        store, "Validating", "effects", webhook("effects.example.com", hook, sideEffects="Some")
+        store,
+        "Validating",
+        "effects",
+        webhook("effects.example.com", hook, sideEffects=side_effects),
     )
-    server = KubeAPIServer(store, dry_run=_AcceptDryRun())
-    status, _, body = _serving(
-        server, lambda: request(server, "POST", CM + "?dryRun=All", configmap("x"))
-    )
+    status, _, body = request(server, "POST", CM + "?dryRun=All", configmap("x"))
     assert status == 400
+    assert body["reason"] == "BadRequest"
     assert body["message"] == 'admission webhook "effects.example.com" does not support dry run'
+    refused = kubectl.run(
+        "create", "configmap", "y", "--from-literal=a=b", "--dry-run=server", check=False
+    )
+    assert refused.returncode != 0
+    assert 'admission webhook "effects.example.com" does not support dry run' in refused.stderr
     assert hook.reviews == []
-    assert store.get_object("v1", "ConfigMap", "x", "default") is None
+    # A real write is still sent to the hook.
+    status, _, _ = request(server, "POST", CM, configmap("z"))
+    assert status == 201
+    assert len(hook.reviews) == 1
+
+
+@pytest.mark.parametrize("side_effects", ["None", "NoneOnDryRun"])
+def test_a_dry_run_is_reviewed_as_one_and_stores_nothing(
+    store: InMemoryStore,
+    dry_server: KubeAPIServer,
+    dry_kubectl: Kubectl,
+    hook: Hook,
+    side_effects: str,
+) -> None:
+    kubectl = dry_kubectl
+
+    def answer(review: JSONDict) -> JSONDict:
+        if review["request"]["object"]["metadata"]["name"] == "bad":
+            return {"allowed": False, "status": {"message": "refused in a dry run too"}}
+        return {"allowed": True, "warnings": ["dry warning"]}
+
+    hook.answer = answer
+    register(store, "Validating", "dry", webhook("dry.example.com", hook, sideEffects=side_effects))
+    rv = store.resource_version
+    ok = kubectl.run("create", "configmap", "good", "--from-literal=a=b", "--dry-run=server")
+    assert "Warning: dry warning" in ok.stderr
+    refused = kubectl.run(
+        "create", "configmap", "bad", "--from-literal=a=b", "--dry-run=server", check=False
+    )
+    assert refused.returncode != 0
+    assert "refused in a dry run too" in refused.stderr
+    assert [r["request"]["dryRun"] for r in hook.reviews] == [True, True]
+    assert store.get_object("v1", "ConfigMap", "good", "default") is None
+    assert store.resource_version == rv
 
 
 # -- cost ----------------------------------------------------------------------------------
