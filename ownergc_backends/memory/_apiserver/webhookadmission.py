@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-from ownergc.errors import NotFound
+from ownergc.errors import NotFound, RESTMappingError
 from ownergc.protocols import APIResource, JSONDict
 
 from .. import _webhooks
@@ -91,7 +91,7 @@ class StoreWebhookSource:
                 versions = list(spec.versions)
         try:
             served = self.store.resource_by_name(f"{resource}.{group}" if group else resource)
-        except Exception:  # not served (any more): no equivalents
+        except (RESTMappingError, NotFound):  # not served (any more): no equivalents
             return ()
         kind = served.kind
         crd = self.store.crd_for(served)
