@@ -269,6 +269,9 @@ class OwnerGCStore:
     def object_count(self, resource: APIResource | None = None) -> int:
         return self.store.object_count(resource)
 
+    def objects_of(self, resource: APIResource) -> builtins.list[JSONDict]:
+        return self.store.objects_of(resource)
+
     @property
     def resource_version(self) -> str:
         return self.store.resource_version

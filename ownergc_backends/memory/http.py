@@ -15,7 +15,7 @@ in :mod:`._apiserver`.
 
 Deliberate differences from kube-apiserver (``docs/http-facade.md`` has them all):
 
-* No authentication, authorization, admission webhooks, server-side apply
+* No authentication, authorization, server-side apply
   (``application/apply-patch+yaml`` answers 415), protobuf or
   YAML bodies (JSON only), subresources (404), ``limit``/``continue``
   (lists are never paginated, which clients accept), list ``resourceVersion``
@@ -82,6 +82,7 @@ from ._apiserver.router import NonResourceRoutes, ResourceResolver, RESTDispatch
 from ._apiserver.scale import ScaleHandler
 from ._apiserver.token import TokenRequestHandler
 from ._apiserver.watch import OpenWatches, WatchHandler, WatchStreamer
+from ._apiserver.webhookadmission import webhook_admission
 from ._negotiation import negotiate as negotiate  # the tests' Accept checks import it here
 from ._pages import ContinuePages
 from ._tables import Printer, printer_for
@@ -117,9 +118,11 @@ class KubeAPIServer:
 
     The keyword-only seams (``authenticator``, ``admission``, ``field_manager``,
     ``dry_run``, ``openapi``) default to today's behaviour: anonymous requests,
-    no admission plugins, no managedFields and a 415 for server-side apply,
-    ``dryRun=All`` served as kube-apiserver serves it (:class:`AcceptDryRun`;
-    pass ``RefuseDryRun()`` for the old 400), an empty ``/openapi/v2``.
+    the admission webhooks of the stored Mutating/ValidatingWebhookConfigurations
+    (``admission=AdmissionChain()`` turns admission off), no managedFields and a
+    415 for server-side apply, ``dryRun=All`` served as kube-apiserver serves it
+    (:class:`AcceptDryRun`; pass ``RefuseDryRun()`` for the old 400), an empty
+    ``/openapi/v2``.
     """
 
     def __init__(
@@ -150,7 +153,7 @@ class KubeAPIServer:
         renderer = ObjectRenderer(self._printer)
         writes = WriteSteps(
             dry_run=dry_run or AcceptDryRun(),
-            admission=admission or AdmissionChain(),
+            admission=admission if admission is not None else webhook_admission(self.store),
             fields=field_manager or NoFieldManagement(),
             hooks=WriteHooks(self.write_hooks),
         )

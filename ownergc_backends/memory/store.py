@@ -822,6 +822,14 @@ class InMemoryStore:
                 for obj in s.iter_sorted(None)
             ]
 
+    def objects_of(self, resource: APIResource) -> builtins.list[JSONDict]:
+        """Copies of every object of ``resource`` (in its version), unrecorded: for
+        in-process readers the apiserver serves from a cache (admission's webhook
+        configurations), which must not show up as client requests."""
+        with self._lock:
+            bucket = self._registry.bucket_for(resource)
+            return [render(bucket, o, resource.version, False) for o in bucket.iter_sorted(None)]
+
     def object_count(self, resource: APIResource | None = None) -> int:
         """Stored objects, of one resource or in total."""
         with self._lock:

@@ -188,6 +188,7 @@ class WriteSteps:
             options=options or {},
             patch=patch,
             patch_type=patch_type,
+            warnings=ctx.warnings,
         )
         return await self.admission.admit(attrs)
 
