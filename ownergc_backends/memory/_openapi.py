@@ -28,6 +28,7 @@ from typing import Any, Final
 from ownergc.protocols import JSONDict
 
 from ._fieldmanager.schema import openapi_document
+from ._openapi_proto import encode_openapi_v2
 
 __all__ = ["OpenAPIDocuments", "builtin_v2", "definition_name"]
 
@@ -158,10 +159,25 @@ class OpenAPIDocuments:
         self._v2: JSONDict = {}
         self._v3: dict[str, JSONDict] = {}
         self._hashes: dict[str, str] = {}
+        self._encoded: dict[str, bytes] = {}
 
     def v2(self) -> JSONDict:
         self._refresh()
         return self._v2
+
+    def v2_json(self) -> bytes:
+        """``v2()`` encoded, kept until the CRDs change (it is megabytes)."""
+        self._refresh()
+        if "json" not in self._encoded:
+            self._encoded["json"] = json.dumps(self._v2, separators=(",", ":")).encode()
+        return self._encoded["json"]
+
+    def v2_protobuf(self) -> bytes:
+        """``v2()`` as gnostic protobuf (what kubectl <= 1.26 reads), kept likewise."""
+        self._refresh()
+        if "protobuf" not in self._encoded:
+            self._encoded["protobuf"] = encode_openapi_v2(self._v2)
+        return self._encoded["protobuf"]
 
     def v3_index(self) -> JSONDict:
         """``/openapi/v3``: every group version's document, by path, with its hash."""
@@ -205,6 +221,7 @@ class OpenAPIDocuments:
             gv: hashlib.sha512(json.dumps(doc, sort_keys=True).encode()).hexdigest().upper()
             for gv, doc in self._v3.items()
         }
+        self._encoded = {}
         self._key = key
 
     @staticmethod

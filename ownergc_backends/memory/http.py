@@ -15,8 +15,8 @@ in :mod:`._apiserver`.
 
 Deliberate differences from kube-apiserver (``docs/http-facade.md`` has them all):
 
-* No authentication, authorization, admission webhooks, server-side apply
-  (``application/apply-patch+yaml`` answers 415), dry run (400), protobuf or
+* No authentication, authorization, server-side apply
+  (``application/apply-patch+yaml`` answers 415), protobuf or
   YAML bodies (JSON only), subresources (404), ``limit``/``continue``
   (lists are never paginated, which clients accept), list ``resourceVersion``
   semantics (always the latest), or BOOKMARK events.
@@ -49,7 +49,7 @@ from ownergc.protocols import APIResource, JSONDict
 from ._apiserver.admission import AdmissionChain
 from ._apiserver.context import Handler
 from ._apiserver.discovery import Discovery
-from ._apiserver.dryrun import DryRunPolicy, RefuseDryRun
+from ._apiserver.dryrun import AcceptDryRun, DryRunPolicy
 from ._apiserver.faults import StoreWrapper, gate_for, memory_store_behind
 from ._apiserver.fieldmanager import FieldManager, NoFieldManagement
 from ._apiserver.filters import (
@@ -62,7 +62,7 @@ from ._apiserver.filters import (
     RequestRecorder,
     StatusErrors,
 )
-from ._apiserver.openapi import EmptyOpenAPI, OpenAPIService
+from ._apiserver.openapi import OpenAPIService, PublishedOpenAPI
 from ._apiserver.responses import ConnectionServer
 from ._apiserver.rest import (
     CreateHandler,
@@ -77,9 +77,12 @@ from ._apiserver.rest import (
     WriteHooks,
     WriteSteps,
 )
+from ._apiserver.reviews import ReviewHandler
 from ._apiserver.router import NonResourceRoutes, ResourceResolver, RESTDispatcher, Router
 from ._apiserver.scale import ScaleHandler
+from ._apiserver.token import TokenRequestHandler
 from ._apiserver.watch import OpenWatches, WatchHandler, WatchStreamer
+from ._apiserver.webhookadmission import webhook_admission
 from ._negotiation import negotiate as negotiate  # the tests' Accept checks import it here
 from ._pages import ContinuePages
 from ._tables import Printer, printer_for
@@ -115,8 +118,11 @@ class KubeAPIServer:
 
     The keyword-only seams (``authenticator``, ``admission``, ``field_manager``,
     ``dry_run``, ``openapi``) default to today's behaviour: anonymous requests,
-    no admission plugins, no managedFields and a 415 for server-side apply, a
-    400 for dry run, an empty ``/openapi/v2``.
+    the admission webhooks of the stored Mutating/ValidatingWebhookConfigurations
+    (``admission=AdmissionChain()`` turns admission off), no managedFields and a
+    415 for server-side apply, ``dryRun=All`` served as kube-apiserver serves it
+    (:class:`AcceptDryRun`; pass ``RefuseDryRun()`` for the old 400), an empty
+    ``/openapi/v2``.
     """
 
     def __init__(
@@ -146,14 +152,14 @@ class KubeAPIServer:
 
         renderer = ObjectRenderer(self._printer)
         writes = WriteSteps(
-            dry_run=dry_run or RefuseDryRun(),
-            admission=admission or AdmissionChain(),
+            dry_run=dry_run or AcceptDryRun(),
+            admission=admission if admission is not None else webhook_admission(self.store),
             fields=field_manager or NoFieldManagement(),
             hooks=WriteHooks(self.write_hooks),
         )
         self.streamer = WatchStreamer(self.store, self.served, self._printer, self._watches)
         router = Router(
-            NonResourceRoutes(openapi or EmptyOpenAPI()),
+            NonResourceRoutes(openapi or PublishedOpenAPI(self.store)),
             Discovery(self.store, lambda: self.url),
             ResourceResolver(self.store),
             gate_for(store),
@@ -166,7 +172,9 @@ class KubeAPIServer:
                 patch=PatchHandler(self.store, renderer, writes),
                 delete=DeleteHandler(self.store, renderer, writes),
                 deletecollection=DeleteCollectionHandler(self.store, writes),
-                scale=ScaleHandler(self.store),
+                scale=ScaleHandler(self.store, writes.dry_run),
+                review=ReviewHandler(),
+                token=TokenRequestHandler(self.store),
             ),
         )
         chain: Handler = RequestLog(

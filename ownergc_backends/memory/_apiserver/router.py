@@ -16,6 +16,7 @@ from ownergc.errors import MethodNotAllowed, NotFound, RESTMappingError
 
 from .._negotiation import _HTTPError, _json_response, _Response, negotiate, query_flag
 from .._printing import SERVER_VERSION
+from .._reviews import is_review
 from ..store import InMemoryStore
 from .context import Reply, RequestContext, ResourceRoute, no_route
 from .discovery import Discovery
@@ -32,7 +33,7 @@ __all__ = [
 ]
 
 _ROOT_PATHS = ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/version"]
-_SUBRESOURCES = ("status", "scale")
+_SUBRESOURCES = ("status", "scale", "token")
 
 
 class NonResourceRoutes:
@@ -101,7 +102,12 @@ def _not_allowed(method: str) -> MethodNotAllowed:
 
 @dataclass(frozen=True, slots=True)
 class RESTDispatcher:
-    """Which REST handler serves a method on a route (a table of the handlers)."""
+    """Which REST handler serves a method on a route (a table of the handlers).
+
+    ``review`` answers the POSTs of the review kinds (never stored) and
+    ``token`` the ``serviceaccounts/token`` subresource; without them those
+    routes are 405s and 404s.
+    """
 
     get: RESTHandler
     list: RESTHandler
@@ -112,14 +118,26 @@ class RESTDispatcher:
     delete: RESTHandler
     deletecollection: RESTHandler
     scale: RESTHandler
+    review: RESTHandler | None = None
+    token: RESTHandler | None = None
 
     def handler_for(self, ctx: RequestContext, route: ResourceRoute) -> RESTHandler:
         method = ctx.request.method
         read = method in ("GET", "HEAD")
+        if route.subresource == "token":
+            if self.token is None:
+                raise no_route()
+            if method != "POST":
+                raise _not_allowed(method)
+            return self.token
         if route.subresource is not None and method not in ("GET", "HEAD", "PUT", "PATCH"):
             raise _not_allowed(method)
         if route.subresource == "scale":
             return self.scale
+        if self.review is not None and is_review(route.resource.group, route.resource.resource):
+            if method != "POST" or route.name is not None:
+                raise _not_allowed(method)
+            return self.review
         if route.name is None:
             if read:
                 return self.watch if query_flag(ctx.request, "watch") else self.list
