@@ -14,8 +14,11 @@ from dataclasses import dataclass, field
 
 from ownergc.protocols import APIResource
 
+from ._scale import BUILTIN_SCALE_PATHS
+
 __all__ = [
     "BUILTIN_RESOURCES",
+    "REVIEW_VERBS",
     "STANDARD_VERBS",
     "GCPolicy",
     "NameRule",
@@ -27,6 +30,8 @@ STANDARD_VERBS: frozenset[str] = frozenset(
     {"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
 )
 _NAMESPACE_VERBS = STANDARD_VERBS - {"deletecollection"}
+#: A review kind is only ever created (and answered, never stored).
+REVIEW_VERBS: frozenset[str] = frozenset({"create"})
 
 
 class GCPolicy(str, enum.Enum):
@@ -104,6 +109,7 @@ def _builtin(
     name_rule: NameRule = NameRule.DNS_SUBDOMAIN,
     older: tuple[str, ...] = (),
     computed: bool = False,
+    scale: bool = False,
 ) -> ResourceSpec:
     """A built-in resource served at ``version`` (preferred) and the ``older`` versions."""
     versions = (version, *older)
@@ -118,6 +124,8 @@ def _builtin(
         gc_policies={v: policy for v in versions},
         name_rule=name_rule,
         computed=computed,
+        subresources=frozenset({"scale"}) if scale else frozenset(),
+        scale_paths=BUILTIN_SCALE_PATHS if scale else None,
     )
 
 
@@ -142,7 +150,14 @@ BUILTIN_RESOURCES: tuple[ResourceSpec, ...] = (
     _builtin("", "v1", "secrets", "Secret"),
     _builtin("", "v1", "services", "Service", name_rule=NameRule.DNS_LABEL),
     _builtin("", "v1", "serviceaccounts", "ServiceAccount"),
-    _builtin("", "v1", "replicationcontrollers", "ReplicationController", policy=GCPolicy.ORPHAN),
+    _builtin(
+        "",
+        "v1",
+        "replicationcontrollers",
+        "ReplicationController",
+        policy=GCPolicy.ORPHAN,
+        scale=True,
+    ),
     _builtin("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim"),
     _builtin("", "v1", "persistentvolumes", "PersistentVolume", namespaced=False),
     _builtin("", "v1", "events", "Event", policy=GCPolicy.UNSUPPORTED),
@@ -184,10 +199,10 @@ BUILTIN_RESOURCES: tuple[ResourceSpec, ...] = (
         name_rule=NameRule.PATH_SEGMENT,
     ),
     _builtin("apps", "v1", "controllerrevisions", "ControllerRevision"),
-    _builtin("apps", "v1", "deployments", "Deployment"),
-    _builtin("apps", "v1", "replicasets", "ReplicaSet"),
+    _builtin("apps", "v1", "deployments", "Deployment", scale=True),
+    _builtin("apps", "v1", "replicasets", "ReplicaSet", scale=True),
     _builtin("apps", "v1", "daemonsets", "DaemonSet"),
-    _builtin("apps", "v1", "statefulsets", "StatefulSet"),
+    _builtin("apps", "v1", "statefulsets", "StatefulSet", scale=True),
     _builtin("batch", "v1", "jobs", "Job", policy=GCPolicy.ORPHAN),
     _builtin("batch", "v1", "cronjobs", "CronJob", older=("v1beta1",)),
     _builtin(
@@ -265,5 +280,45 @@ BUILTIN_RESOURCES: tuple[ResourceSpec, ...] = (
         "customresourcedefinitions",
         "CustomResourceDefinition",
         namespaced=False,
+    ),
+    # Reviews: created to ask a question, answered and never stored (``_reviews.py``).
+    _builtin(
+        "authentication.k8s.io",
+        "v1",
+        "selfsubjectreviews",
+        "SelfSubjectReview",
+        namespaced=False,
+        verbs=REVIEW_VERBS,
+    ),
+    _builtin(
+        "authorization.k8s.io",
+        "v1",
+        "localsubjectaccessreviews",
+        "LocalSubjectAccessReview",
+        verbs=REVIEW_VERBS,
+    ),
+    _builtin(
+        "authorization.k8s.io",
+        "v1",
+        "selfsubjectaccessreviews",
+        "SelfSubjectAccessReview",
+        namespaced=False,
+        verbs=REVIEW_VERBS,
+    ),
+    _builtin(
+        "authorization.k8s.io",
+        "v1",
+        "selfsubjectrulesreviews",
+        "SelfSubjectRulesReview",
+        namespaced=False,
+        verbs=REVIEW_VERBS,
+    ),
+    _builtin(
+        "authorization.k8s.io",
+        "v1",
+        "subjectaccessreviews",
+        "SubjectAccessReview",
+        namespaced=False,
+        verbs=REVIEW_VERBS,
     ),
 )

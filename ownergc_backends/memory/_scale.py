@@ -12,9 +12,13 @@ from typing import Any
 from ownergc.errors import Invalid
 from ownergc.protocols import JSONDict
 
-__all__ = ["replicas_patch", "to_scale"]
+__all__ = ["BUILTIN_SCALE_PATHS", "replicas_patch", "selector_string", "to_scale"]
 
 ScalePaths = tuple[str, str, str | None]
+
+#: Where the built-in workloads (Deployment, ReplicaSet, StatefulSet,
+#: ReplicationController) keep their replicas and selector.
+BUILTIN_SCALE_PATHS: ScalePaths = (".spec.replicas", ".status.replicas", ".spec.selector")
 
 
 def _segments(path: str) -> list[str]:
@@ -46,9 +50,41 @@ def to_scale(obj: JSONDict, paths: ScalePaths) -> JSONDict:
     if wanted is not None:
         scale["spec"]["replicas"] = wanted
     selector = _at(obj, selector_path)
+    if isinstance(selector, dict):
+        selector = selector_string(selector)
     if isinstance(selector, str) and selector:
         scale["status"]["selector"] = selector
     return scale
+
+
+def selector_string(selector: JSONDict) -> str:
+    """A built-in workload's ``spec.selector`` as the Scale's ``status.selector`` string.
+
+    Deployments, ReplicaSets and StatefulSets hold a LabelSelector
+    (``matchLabels`` / ``matchExpressions``); a ReplicationController a plain
+    label map. The apiserver prints the requirements sorted by key, values
+    sorted: ``app=d``, ``tier in (a,b)``, ``tier notin (a)``, ``tier``, ``!tier``.
+    """
+    if set(selector) <= {"matchLabels", "matchExpressions"}:
+        labels = selector.get("matchLabels") or {}
+        expressions = selector.get("matchExpressions") or []
+    else:
+        labels, expressions = selector, []
+    parts: list[tuple[str, str]] = [(str(k), f"{k}={v}") for k, v in labels.items()]
+    for req in expressions:
+        if not isinstance(req, dict):
+            continue
+        key, op = str(req.get("key", "")), req.get("operator")
+        values = ",".join(sorted(str(v) for v in req.get("values") or []))
+        if op == "In":
+            parts.append((key, f"{key} in ({values})"))
+        elif op == "NotIn":
+            parts.append((key, f"{key} notin ({values})"))
+        elif op == "Exists":
+            parts.append((key, key))
+        elif op == "DoesNotExist":
+            parts.append((key, f"!{key}"))
+    return ",".join(text for _, text in sorted(parts))
 
 
 def replicas_patch(scale: Any, paths: ScalePaths) -> JSONDict:

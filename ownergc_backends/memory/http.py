@@ -20,8 +20,9 @@ Deliberate differences from kube-apiserver (``docs/http-facade.md`` has them all
   YAML bodies (JSON only), subresources (404), ``limit``/``continue``
   (lists are never paginated, which clients accept), list ``resourceVersion``
   semantics (always the latest), or BOOKMARK events.
-* ``/openapi/v2`` serves an empty schema document (protobuf or JSON): kubectl
-  then skips client-side validation instead of failing; ``/openapi/v3`` is 404.
+* ``/openapi/v2`` (JSON) and ``/openapi/v3`` publish the recorded built-in
+  schemas plus every CRD's; ``/openapi/v2`` in protobuf is an empty document
+  (kubectl then skips client-side validation instead of failing).
 * Label selectors support equality, inequality, existence and set-based
   requirements; field selectors only ``metadata.name`` and
   ``metadata.namespace``.
@@ -62,7 +63,7 @@ from ._apiserver.filters import (
     RequestRecorder,
     StatusErrors,
 )
-from ._apiserver.openapi import EmptyOpenAPI, OpenAPIService
+from ._apiserver.openapi import OpenAPIService, PublishedOpenAPI
 from ._apiserver.responses import ConnectionServer
 from ._apiserver.rest import (
     CreateHandler,
@@ -77,6 +78,7 @@ from ._apiserver.rest import (
     WriteHooks,
     WriteSteps,
 )
+from ._apiserver.reviews import ReviewHandler
 from ._apiserver.router import NonResourceRoutes, ResourceResolver, RESTDispatcher, Router
 from ._apiserver.scale import ScaleHandler
 from ._apiserver.watch import OpenWatches, WatchHandler, WatchStreamer
@@ -116,7 +118,7 @@ class KubeAPIServer:
     The keyword-only seams (``authenticator``, ``admission``, ``field_manager``,
     ``dry_run``, ``openapi``) default to today's behaviour: anonymous requests,
     no admission plugins, no managedFields and a 415 for server-side apply, a
-    400 for dry run, an empty ``/openapi/v2``.
+    400 for dry run, the published OpenAPI documents.
     """
 
     def __init__(
@@ -153,7 +155,7 @@ class KubeAPIServer:
         )
         self.streamer = WatchStreamer(self.store, self.served, self._printer, self._watches)
         router = Router(
-            NonResourceRoutes(openapi or EmptyOpenAPI()),
+            NonResourceRoutes(openapi or PublishedOpenAPI(self.store)),
             Discovery(self.store, lambda: self.url),
             ResourceResolver(self.store),
             gate_for(store),
@@ -167,6 +169,7 @@ class KubeAPIServer:
                 delete=DeleteHandler(self.store, renderer, writes),
                 deletecollection=DeleteCollectionHandler(self.store, writes),
                 scale=ScaleHandler(self.store),
+                review=ReviewHandler(),
             ),
         )
         chain: Handler = RequestLog(

@@ -314,18 +314,22 @@ def test_default_seams_refuse_apply_and_dry_run_as_before() -> None:
 
 def test_empty_openapi_serves_v2_only() -> None:
     service = EmptyOpenAPI()
-    v2 = service.serve(_request("GET", "/openapi/v2"), "/openapi/v2")
-    assert v2 is not None and v2.status == 200
-    proto = service.serve(
-        _request(
-            "GET",
+
+    async def main() -> None:
+        v2 = await service.serve(_request("GET", "/openapi/v2"), "/openapi/v2")
+        assert v2 is not None and v2.status == 200
+        proto = await service.serve(
+            _request(
+                "GET",
+                "/openapi/v2",
+                headers={"accept": "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"},
+            ),
             "/openapi/v2",
-            headers={"accept": "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"},
-        ),
-        "/openapi/v2",
-    )
-    assert proto is not None and ("Content-Type", "application/octet-stream") in proto.headers
-    assert service.serve(_request("GET", "/openapi/v3"), "/openapi/v3") is None
+        )
+        assert proto is not None and ("Content-Type", "application/octet-stream") in proto.headers
+        assert await service.serve(_request("GET", "/openapi/v3"), "/openapi/v3") is None
+
+    _run(main)
 
 
 def test_an_admission_chain_mutates_then_validates_every_write() -> None:

@@ -10,12 +10,13 @@ verb's REST handler.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ownergc.errors import MethodNotAllowed, NotFound, RESTMappingError
 
 from .._negotiation import _HTTPError, _json_response, _Response, negotiate, query_flag
 from .._printing import SERVER_VERSION
+from .._reviews import is_review
 from ..store import InMemoryStore
 from .context import Reply, RequestContext, ResourceRoute, no_route
 from .discovery import Discovery
@@ -23,6 +24,7 @@ from .faults import RequestGate
 from .openapi import OpenAPIService
 from .requestinfo import RequestInfo
 from .rest import RESTHandler
+from .reviews import ReviewHandler
 
 __all__ = [
     "NonResourceRoutes",
@@ -51,7 +53,7 @@ class NonResourceRoutes:
         if head == "version" and len(info.segments) == 1:
             return _json_response(200, SERVER_VERSION)
         if head == "openapi":
-            response = self.openapi.serve(ctx.request, info.path)
+            response = await self.openapi.serve(ctx.request, info.path)
             if response is not None:
                 return response
         raise no_route()
@@ -112,6 +114,7 @@ class RESTDispatcher:
     delete: RESTHandler
     deletecollection: RESTHandler
     scale: RESTHandler
+    review: RESTHandler = field(default_factory=ReviewHandler)
 
     def handler_for(self, ctx: RequestContext, route: ResourceRoute) -> RESTHandler:
         method = ctx.request.method
@@ -120,6 +123,10 @@ class RESTDispatcher:
             raise _not_allowed(method)
         if route.subresource == "scale":
             return self.scale
+        if is_review(route.resource.group, route.resource.resource):
+            if method == "POST" and route.name is None:
+                return self.review
+            raise _not_allowed(method)
         if route.name is None:
             if read:
                 return self.watch if query_flag(ctx.request, "watch") else self.list
