@@ -53,6 +53,7 @@ from ._apiserver.discovery import Discovery
 from ._apiserver.dryrun import DryRunPolicy, RefuseDryRun
 from ._apiserver.faults import StoreWrapper, gate_for, memory_store_behind
 from ._apiserver.fieldmanager import FieldManager, NoFieldManagement
+from ._apiserver.fieldvalidation import FieldValidation
 from ._apiserver.filters import (
     AnonymousAuthenticator,
     Authentication,
@@ -171,6 +172,7 @@ class KubeAPIServer:
                 scale=ScaleHandler(self.store),
                 review=ReviewHandler(),
             ),
+            FieldValidation(self.store),
         )
         chain: Handler = RequestLog(
             StatusErrors(Authentication(router, authenticator or AnonymousAuthenticator())),

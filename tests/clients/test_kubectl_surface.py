@@ -86,3 +86,30 @@ def test_explain_builtin_and_crd(kubectl: Kubectl) -> None:
     kubectl.run("delete", "crd", "crontabs.stable.example.com")
     gone = kubectl.run("explain", "crontab", check=False)
     assert gone.returncode != 0
+
+
+UNKNOWN_FIELD = """
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: NAME, namespace: default}
+data: {a: b}
+foo: bar
+"""
+
+
+def test_unknown_field_is_refused_by_strict_validation(kubectl: Kubectl) -> None:
+    """kubectl 1.37 sends fieldValidation=Strict (the published writes name it): refused
+    with the apiserver's words. 1.20 predates it and gets the server's default, Warn."""
+    path = kubectl.workdir / "unknown.yaml"
+    path.write_text(UNKNOWN_FIELD.replace("NAME", "strict"))
+    result = kubectl.run("create", "-f", str(path), check=False)
+    if _is_137(kubectl):
+        assert result.returncode != 0
+        assert 'strict decoding error: unknown field "foo"' in result.stderr
+        assert not kubectl.exists("configmap", "strict")
+        path.write_text(UNKNOWN_FIELD.replace("NAME", "warned"))
+        warned = kubectl.run("apply", "--validate=warn", "-f", str(path))
+        assert 'Warning: unknown field "foo"' in warned.stderr
+    else:
+        assert result.returncode == 0
+        assert 'Warning: unknown field "foo"' in result.stderr

@@ -307,3 +307,65 @@ def test_openapi_follows_crds_created_and_removed(
     index = request(server, "GET", "/openapi/v3").json()["paths"]
     assert "apis/stable.example.com/v1" not in index
     assert request(server, "GET", "/openapi/v3/apis/stable.example.com/v1").status == 404
+
+
+# ---------------------------------------------------------------- fieldValidation
+
+
+def _with_unknown_fields(name: str) -> dict[str, Any]:
+    body = _deployment(name)
+    body["foo"] = "bar"
+    body["spec"]["template"]["spec"]["containers"][0]["bogus"] = 1
+    body["metadata"]["labels"] = {"any": "label"}  # a map: every key is known
+    return body
+
+
+def test_strict_field_validation_refuses_unknown_fields(server: KubeAPIServer) -> None:
+    path = "/apis/apps/v1/namespaces/default/deployments"
+    reply = request(server, "POST", f"{path}?fieldValidation=Strict", _with_unknown_fields("s"))
+    assert reply.status == 400
+    status = reply.json()
+    assert status["reason"] == "BadRequest"
+    assert status["message"] == (
+        'Deployment in version "v1" cannot be handled as a Deployment: strict decoding error: '
+        'unknown field "spec.template.spec.containers[0].bogus", unknown field "foo"'
+    )  # in the body's order, as the decoder meets them
+    assert request(server, "GET", f"{path}/s").status == 404
+    # A known body passes Strict.
+    ok = request(server, "POST", f"{path}?fieldValidation=Strict", _deployment("s"))
+    assert ok.status == 201, ok.text
+
+
+def test_warn_is_the_default_and_ignore_says_nothing(server: KubeAPIServer) -> None:
+    path = "/apis/apps/v1/namespaces/default/deployments"
+    warned = request(server, "POST", path, _with_unknown_fields("w"))
+    assert warned.status == 201
+    assert '299 - "unknown field \\"foo\\""' in warned.headers["warning"]
+    ignored = request(server, "POST", f"{path}?fieldValidation=Ignore", _with_unknown_fields("i"))
+    assert ignored.status == 201 and "warning" not in ignored.headers
+    bad = request(server, "POST", f"{path}?fieldValidation=Loud", _deployment("x"))
+    assert bad.status == 400 and "Unsupported value" in bad.json()["message"]
+
+
+def test_strict_field_validation_reads_a_crds_schema(server: KubeAPIServer) -> None:
+    crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    assert request(server, "POST", crds, _crontab_crd()).status == 201
+    path = "/apis/stable.example.com/v1/namespaces/default/crontabs"
+    body = {
+        "apiVersion": "stable.example.com/v1",
+        "kind": "CronTab",
+        "metadata": {"name": "c", "annotations": {"a": "b"}},
+        "spec": {"anything": 1},  # spec has no properties: open
+        "extra": True,
+    }
+    reply = request(server, "POST", f"{path}?fieldValidation=Strict", body)
+    assert reply.status == 400
+    assert reply.json()["message"].endswith('strict decoding error: unknown field "extra"')
+    del body["extra"]
+    assert request(server, "POST", f"{path}?fieldValidation=Strict", body).status == 201
+
+
+def test_published_writes_name_field_validation(server: KubeAPIServer) -> None:
+    apps = request(server, "GET", "/openapi/v3/apis/apps/v1").json()
+    patch = apps["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"]
+    assert "fieldValidation" in [p["name"] for p in patch["parameters"]]
