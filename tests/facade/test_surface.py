@@ -369,3 +369,49 @@ def test_published_writes_name_field_validation(server: KubeAPIServer) -> None:
     apps = request(server, "GET", "/openapi/v3/apis/apps/v1").json()
     patch = apps["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"]
     assert "fieldValidation" in [p["name"] for p in patch["parameters"]]
+
+
+def _fields(data: bytes) -> list[tuple[int, bytes]]:
+    """The length-delimited fields of a protobuf message (number, bytes), in order."""
+    out, i = [], 0
+
+    def varint() -> int:
+        nonlocal i
+        shift = value = 0
+        while True:
+            byte = data[i]
+            i += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                return value
+
+    while i < len(data):
+        key = varint()
+        number, wire = key >> 3, key & 7
+        if wire == 2:
+            size = varint()
+            out.append((number, data[i : i + size]))
+            i += size
+        elif wire == 0:
+            varint()
+        elif wire == 1:
+            i += 8
+        else:
+            raise AssertionError(f"unexpected wire type {wire}")
+    return out
+
+
+def test_openapi_v2_in_protobuf_carries_every_definition(server: KubeAPIServer) -> None:
+    accept = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+    reply = request(server, "GET", "/openapi/v2", headers={"Accept": accept})
+    assert reply.status == 200
+    assert reply.headers["content-type"] == "application/octet-stream"
+    v2 = request(server, "GET", "/openapi/v2", headers={"Accept": "application/json"}).json()
+    document = dict(_fields(reply.body))
+    assert document[1] == b"2.0"  # swagger
+    # definitions (9): NamedSchema entries (1), each a name (1) and a Schema (2)
+    names = [dict(_fields(named))[1].decode() for _, named in _fields(document[9])]
+    assert names == list(v2["definitions"])
+    paths = [dict(_fields(named))[1].decode() for _, named in _fields(document[8])]
+    assert paths == list(v2["paths"])

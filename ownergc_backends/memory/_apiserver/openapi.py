@@ -8,10 +8,9 @@ established CRD, read from the store on each request so definitions created or
 removed at runtime show at once. :class:`EmptyOpenAPI` is the bare minimum
 (an empty ``/openapi/v2``) for pipelines assembled without a store.
 
-``/openapi/v2`` asked for in protobuf (what kubectl's client-side validation
-and 1.20's ``explain`` ask for) is still answered with the empty protobuf
-document: the gnostic encoding of the full document is not written yet, and
-an empty document makes kubectl skip client-side validation instead of failing.
+``/openapi/v2`` asked for in protobuf only (what kubectl's client-side
+validation and 1.20's ``explain`` ask for) is the same document in gnostic's
+protobuf (:mod:`.._openapi_proto`), encoded once per set of CRDs.
 """
 
 from __future__ import annotations
@@ -23,6 +22,7 @@ from ownergc.protocols import JSONDict
 
 from .._negotiation import _json_response, _Response
 from .._openapi import OpenAPIDocuments
+from .._openapi_proto import document_to_protobuf
 from .._printing import _OPENAPI_V2_JSON, _openapi_v2_protobuf
 from ..store import InMemoryStore
 
@@ -59,12 +59,13 @@ class EmptyOpenAPI:
 
 
 class PublishedOpenAPI:
-    """``/openapi/v2`` (JSON), ``/openapi/v3`` and ``/openapi/v3/<group-version>``."""
+    """``/openapi/v2`` (JSON or protobuf), ``/openapi/v3`` and ``/openapi/v3/<group-version>``."""
 
     def __init__(self, store: InMemoryStore) -> None:
         self.store = store
         self._crds: list[JSONDict] = []
         self.documents = OpenAPIDocuments(lambda: self._crds)
+        self._proto: tuple[JSONDict, bytes] | None = None
 
     async def _read_crds(self) -> None:
         resource = self.store.resource_by_name(_CRDS)
@@ -74,10 +75,15 @@ class PublishedOpenAPI:
     async def serve(self, request: Request, path: str) -> _Response | None:
         path = path.rstrip("/")
         if path == "/openapi/v2":
-            if _wants_protobuf(request) and "json" not in request.headers.get("accept", ""):
-                return _empty_v2_protobuf()
             await self._read_crds()
-            return _json_response(200, self.documents.v2())
+            document = self.documents.v2()
+            if _wants_protobuf(request) and "json" not in request.headers.get("accept", ""):
+                if self._proto is None or self._proto[0] is not document:
+                    self._proto = (document, document_to_protobuf(document))
+                # Go's mime parser rejects the "@" of the requested type: octet-stream.
+                headers = [("Content-Type", "application/octet-stream")]
+                return _Response(200, self._proto[1], headers)
+            return _json_response(200, document)
         if path == "/openapi/v3":
             await self._read_crds()
             return _json_response(200, self.documents.v3_index())
