@@ -89,6 +89,6 @@ class PublishedOpenAPI:
             return _json_response(200, self.documents.v3_index())
         if path.startswith("/openapi/v3/"):
             await self._read_crds()
-            document = self.documents.v3(path.removeprefix("/openapi/v3/"))
-            return None if document is None else _json_response(200, document)
+            published = self.documents.v3(path.removeprefix("/openapi/v3/"))
+            return None if published is None else _json_response(200, published)
         return None
