@@ -274,8 +274,16 @@ class ServerConnection:
     async def send_chunk(self, data: bytes) -> None:
         """One chunk of a streamed response (dropped after a HEAD: no body)."""
         if data and not self._head_request:
-            async with self._chunk_lock:
+            # The lock is almost never held (bookmarks share it): take it without a
+            # checkpoint when free, which is most of a watch event's overhead here.
+            try:
+                self._chunk_lock.acquire_nowait()
+            except anyio.WouldBlock:
+                await self._chunk_lock.acquire()
+            try:
                 await self._send(h11.Data(data=data))
+            finally:
+                self._chunk_lock.release()
 
     async def end_stream(self) -> None:
         """The clean end of a streamed response (the terminating zero-length chunk)."""

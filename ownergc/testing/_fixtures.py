@@ -143,9 +143,14 @@ class OwnerGCStore:
         )
 
     async def create(
-        self, resource: APIResource, obj: JSONDict, *, namespace: str | None = None
+        self,
+        resource: APIResource,
+        obj: JSONDict,
+        *,
+        namespace: str | None = None,
+        dry_run: bool = False,
     ) -> JSONDict:
-        return await self.store.create(resource, obj, namespace=namespace)
+        return await self.store.create(resource, obj, namespace=namespace, dry_run=dry_run)
 
     async def update(
         self,
@@ -154,8 +159,17 @@ class OwnerGCStore:
         *,
         namespace: str | None = None,
         subresource: str | None = None,
+        patched_from: str | None = None,
+        dry_run: bool = False,
     ) -> JSONDict:
-        return await self.store.update(resource, obj, namespace=namespace, subresource=subresource)
+        return await self.store.update(
+            resource,
+            obj,
+            namespace=namespace,
+            subresource=subresource,
+            patched_from=patched_from,
+            dry_run=dry_run,
+        )
 
     async def patch(
         self,
@@ -166,6 +180,7 @@ class OwnerGCStore:
         patch_type: PatchType,
         namespace: str | None = None,
         subresource: str | None = None,
+        dry_run: bool = False,
     ) -> JSONDict:
         return await self.store.patch(
             resource,
@@ -174,6 +189,20 @@ class OwnerGCStore:
             patch_type=patch_type,
             namespace=namespace,
             subresource=subresource,
+            dry_run=dry_run,
+        )
+
+    async def patched(
+        self,
+        resource: APIResource,
+        name: str,
+        patch: JSONDict | builtins.list[JSONDict],
+        *,
+        patch_type: PatchType,
+        namespace: str | None = None,
+    ) -> tuple[JSONDict, JSONDict]:
+        return await self.store.patched(
+            resource, name, patch, patch_type=patch_type, namespace=namespace
         )
 
     async def delete(
@@ -185,6 +214,7 @@ class OwnerGCStore:
         propagation_policy: PropagationPolicy | str | None = None,
         preconditions: Preconditions | None = None,
         orphan_dependents: bool | None = None,
+        dry_run: bool = False,
     ) -> JSONDict | None:
         return await self.store.delete(
             resource,
@@ -193,6 +223,7 @@ class OwnerGCStore:
             propagation_policy=propagation_policy,
             preconditions=preconditions,
             orphan_dependents=orphan_dependents,
+            dry_run=dry_run,
         )
 
     async def delete_and_report(
@@ -204,6 +235,7 @@ class OwnerGCStore:
         propagation_policy: PropagationPolicy | str | None = None,
         preconditions: Preconditions | None = None,
         orphan_dependents: bool | None = None,
+        dry_run: bool = False,
     ) -> tuple[JSONDict, bool]:
         return await self.store.delete_and_report(
             resource,
@@ -212,6 +244,7 @@ class OwnerGCStore:
             propagation_policy=propagation_policy,
             preconditions=preconditions,
             orphan_dependents=orphan_dependents,
+            dry_run=dry_run,
         )
 
     # -- the store's extras, passed on
@@ -235,6 +268,9 @@ class OwnerGCStore:
 
     def object_count(self, resource: APIResource | None = None) -> int:
         return self.store.object_count(resource)
+
+    def objects_of(self, resource: APIResource) -> builtins.list[JSONDict]:
+        return self.store.objects_of(resource)
 
     @property
     def resource_version(self) -> str:
@@ -284,6 +320,9 @@ class OwnerGCStore:
 
     def subresources_of(self, resource: APIResource) -> frozenset[str]:
         return self.store.subresources_of(resource)
+
+    def custom_resource_definitions(self) -> builtins.list[JSONDict]:
+        return self.store.custom_resource_definitions()
 
     def scale_paths_of(self, resource: APIResource) -> tuple[str, str, str | None] | None:
         return self.store.scale_paths_of(resource)

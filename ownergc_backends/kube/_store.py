@@ -255,9 +255,10 @@ class KubeStore(AsyncResource):
     and close it with :meth:`aclose` (or ``async with``).
 
     ``qps``/``burst`` configure the client-side token bucket every request
-    passes (``qps <= 0`` disables it). A 429 (API Priority and Fairness, max
-    in-flight) or a 5xx carrying ``Retry-After`` is retried after that delay,
-    at most ``max_retries`` times, each retry taking a new token.
+    but a watch passes, as in client-go (``qps <= 0`` disables it). A 429 (API
+    Priority and Fairness, max in-flight) or a 5xx carrying ``Retry-After`` is
+    retried after that delay, at most ``max_retries`` times, each retry taking a
+    new token.
     """
 
     def __init__(
@@ -418,7 +419,8 @@ class KubeStore(AsyncResource):
         body: Any = None,
         stream: aiohttp.ClientTimeout | None = None,
     ) -> Response | aiohttp.ClientResponse:
-        """Send one request (rate limited, retried on Retry-After); return its 2xx answer:
+        """Send one request (rate limited unless a watch, retried on Retry-After); return
+        its 2xx answer:
         read whole, or with ``stream`` (the watch's timeouts) as an open aiohttp response."""
         if self._closed:
             raise RuntimeError("KubeStore is closed")
@@ -431,7 +433,11 @@ class KubeStore(AsyncResource):
         data = None if body is None else orjson.dumps(body)
         attempt = 0
         while True:
-            await self.rate_limiter.acquire()
+            if stream is None:
+                # As client-go: a watch (a stream) takes no token. It is one long
+                # request, and throttling it only delays the stream a monitor
+                # waits on; at start-up it was half of the requests in the bucket.
+                await self.rate_limiter.acquire()
             self._counts[verb] += 1
             headers = {"Accept": accept}
             if data is not None:

@@ -4,9 +4,12 @@ request bodies, and the JSON / Status responses.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Final, NamedTuple
 
 from ownergc._kit.http import (
@@ -68,8 +71,11 @@ class _Target(NamedTuple):
 _PLAIN = _Target(None)
 
 
-def _media_ranges(accept: str) -> list[tuple[str, dict[str, str]]]:
-    """The Accept header's media ranges, highest q first (stable for ties)."""
+@functools.lru_cache(maxsize=256)
+def _media_ranges(accept: str) -> tuple[tuple[str, Mapping[str, str]], ...]:
+    """The Accept header's media ranges, highest q first (stable for ties).
+
+    Cached: a client sends the same few Accept headers on every request."""
     ranges: list[tuple[float, int, str, dict[str, str]]] = []
     for index, item in enumerate(accept.split(",")):
         parts = [p.strip() for p in item.split(";")]
@@ -87,7 +93,7 @@ def _media_ranges(accept: str) -> list[tuple[str, dict[str, str]]]:
         if q > 0:
             ranges.append((-q, index, media, params))
     ranges.sort()
-    return [(media, params) for _, _, media, params in ranges]
+    return tuple((media, MappingProxyType(params)) for _, _, media, params in ranges)
 
 
 def negotiate(accept: str | None, *, conversions: bool) -> _Target:

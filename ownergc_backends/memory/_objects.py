@@ -250,8 +250,10 @@ def _invalid(kind: str, name: str, errors: list[FieldError], group: str = "") ->
         if len(errors) == 1
         else "[" + ", ".join(e.message() for e in errors) + "]"
     )
+    # kube-apiserver names the kind qualified by its group (``Deployment.apps``).
+    qualified = f"{kind}.{group}" if group else kind
     return Invalid(
-        f'{kind} "{name}" is invalid: {text}',
+        f'{qualified} "{name}" is invalid: {text}',
         reason="Invalid",
         details={
             "name": name,

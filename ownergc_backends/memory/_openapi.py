@@ -28,6 +28,7 @@ from typing import Any, Final
 from ownergc.protocols import JSONDict
 
 from ._fieldmanager.schema import openapi_document
+from ._openapi_proto import encode_openapi_v2
 
 __all__ = ["OpenAPIDocuments", "builtin_v2", "definition_name"]
 
@@ -187,10 +188,25 @@ class OpenAPIDocuments:
         self._v2: JSONDict = {}
         self._v3: dict[str, JSONDict] = {}
         self._hashes: dict[str, str] = {}
+        self._encoded: dict[str, bytes] = {}
 
     def v2(self) -> JSONDict:
         self._refresh()
         return self._v2
+
+    def v2_json(self) -> bytes:
+        """``v2()`` encoded, kept until the CRDs change (it is megabytes)."""
+        self._refresh()
+        if "json" not in self._encoded:
+            self._encoded["json"] = json.dumps(self._v2, separators=(",", ":")).encode()
+        return self._encoded["json"]
+
+    def v2_protobuf(self) -> bytes:
+        """``v2()`` as gnostic protobuf (what kubectl <= 1.26 reads), kept likewise."""
+        self._refresh()
+        if "protobuf" not in self._encoded:
+            self._encoded["protobuf"] = encode_openapi_v2(self._v2)
+        return self._encoded["protobuf"]
 
     def v3_index(self) -> JSONDict:
         """``/openapi/v3``: every group version's document, by path, with its hash."""
@@ -229,10 +245,10 @@ class OpenAPIDocuments:
                 v3_paths.update(crd_paths)
                 v3_schemas[name] = schema
         paths = {path: _with_field_validation(item) for path, item in paths.items()}
-        for gv, (v3_paths, _schemas) in v3_extra.items():
+        for gv, (v3_paths, v3_schemas) in v3_extra.items():
             v3_extra[gv] = (
                 {path: _with_field_validation(item) for path, item in v3_paths.items()},
-                _schemas,
+                v3_schemas,
             )
         self._v2 = {**base, "paths": paths, "definitions": definitions}
         self._v3 = self._build_v3({**base, "paths": paths}, v3_extra)
@@ -240,6 +256,7 @@ class OpenAPIDocuments:
             gv: hashlib.sha512(json.dumps(doc, sort_keys=True).encode()).hexdigest().upper()
             for gv, doc in self._v3.items()
         }
+        self._encoded = {}
         self._key = key
 
     @staticmethod

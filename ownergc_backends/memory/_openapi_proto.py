@@ -1,31 +1,36 @@
-"""``/openapi/v2`` in protobuf: the JSON document as a gnostic ``openapi.v2.Document``.
+"""An OpenAPI v2 document in protobuf, as kube-apiserver serves ``/openapi/v2`` to
+``Accept: application/com.github.proto-openapi.spec.v2@v1.0+protobuf``.
 
-kubectl 1.20 (and any client-go that reads ``discovery.OpenAPISchema``) asks
-for the v2 document in protobuf only, for ``explain`` and for client-side
-validation. This writes the message by hand from the message layout of
-gnostic's ``openapiv2/OpenAPIv2.proto`` (field numbers only): the document's
-``swagger``, ``info``, ``paths`` (operations, their parameters and vendor
-extensions, which kubectl reads to learn which query parameters a server
-takes) and ``definitions`` (every schema, which ``explain`` and validation
-read). Values the proto carries as ``Any`` (``default``, ``enum``,
-``example``, vendor extensions) are given as YAML text: JSON, which YAML
-reads.
+kubectl up to 1.26 reads the OpenAPI document only in this form (gnostic's
+``openapi.v2.Document`` message): ``kubectl explain``, client-side validation
+and the check whether a kind supports server dry run (a ``dryRun`` parameter
+on its PATCH operation) all depend on it. The message layout below is the
+field numbering of gnostic's ``openapiv2/OpenAPIv2.proto`` (facts of the wire
+format, written out here as tables); values that the message holds as
+``Any`` (defaults, examples, enums, vendor extensions) travel as YAML text,
+for which JSON, a subset of YAML, is used.
+
+Only the encoder exists: the server never reads such a document.
 """
 
 from __future__ import annotations
 
 import json
 import struct
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Final
 
-from ownergc.protocols import JSONDict
+__all__ = ["PROTO_OPENAPI_V2", "encode_openapi_v2"]
 
-__all__ = ["document_to_protobuf"]
+#: The media type of the protobuf OpenAPI v2 document.
+PROTO_OPENAPI_V2: Final = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+
+_VARINT, _FIXED64, _BYTES = 0, 1, 2
 
 
 def _varint(value: int) -> bytes:
-    value &= (1 << 64) - 1
+    if value < 0:
+        value += 1 << 64
     out = bytearray()
     while True:
         byte = value & 0x7F
@@ -37,187 +42,413 @@ def _varint(value: int) -> bytes:
             return bytes(out)
 
 
-def _bytes(number: int, data: bytes) -> bytes:
-    return _varint(number << 3 | 2) + _varint(len(data)) + data
+class _Message:
+    """A message being written: fields appended in order."""
 
+    __slots__ = ("parts",)
 
-def _string(number: int, text: Any) -> bytes:
-    return _bytes(number, str(text).encode()) if text not in (None, "") else b""
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
 
+    def bytes_field(self, number: int, data: bytes) -> None:
+        self.parts.append(_varint(number << 3 | _BYTES) + _varint(len(data)) + data)
 
-def _bool(number: int, value: Any) -> bytes:
-    return _varint(number << 3) + b"\x01" if value else b""
+    def string(self, number: int, value: Any) -> None:
+        if isinstance(value, str) and value:
+            self.bytes_field(number, value.encode())
 
+    def strings(self, number: int, values: Any) -> None:
+        if isinstance(values, list):
+            for value in values:
+                if isinstance(value, str):
+                    self.bytes_field(number, value.encode())
 
-def _int(number: int, value: Any) -> bytes:
-    return _varint(number << 3) + _varint(int(value)) if value is not None else b""
+    def boolean(self, number: int, value: Any) -> None:
+        if value is True:
+            self.parts.append(_varint(number << 3 | _VARINT) + b"\x01")
 
+    def int64(self, number: int, value: Any) -> None:
+        if isinstance(value, int) and not isinstance(value, bool) and value:
+            self.parts.append(_varint(number << 3 | _VARINT) + _varint(value))
 
-def _double(number: int, value: Any) -> bytes:
-    if value is None:
-        return b""
-    return _varint(number << 3 | 1) + struct.pack("<d", float(value))
+    def double(self, number: int, value: Any) -> None:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value:
+            self.parts.append(_varint(number << 3 | _FIXED64) + struct.pack("<d", float(value)))
 
+    def message(self, number: int, data: bytes | None) -> None:
+        if data is not None:
+            self.bytes_field(number, data)
 
-def _strings(number: int, values: Iterable[Any] | None) -> bytes:
-    return b"".join(_bytes(number, str(v).encode()) for v in values or ())
+    def done(self) -> bytes:
+        return b"".join(self.parts)
 
 
 def _any(value: Any) -> bytes:
-    """gnostic ``Any``: the value as YAML (field 2)."""
-    return _bytes(2, json.dumps(value).encode())
+    """``Any``: the value as YAML text (field 2)."""
+    m = _Message()
+    m.bytes_field(2, json.dumps(value, sort_keys=False).encode())
+    return m.done()
 
 
-def _vendor(number: int, item: JSONDict) -> bytes:
-    """Each ``x-...`` key as a ``NamedAny``."""
-    return b"".join(
-        _bytes(number, _string(1, key) + _bytes(2, _any(value)))
-        for key, value in item.items()
-        if key.startswith("x-")
-    )
+def _named(name: str, value: bytes) -> bytes:
+    m = _Message()
+    m.string(1, name)
+    m.bytes_field(2, value)
+    return m.done()
 
 
-def _schema(schema: JSONDict) -> bytes:
-    out = [
-        _string(1, schema.get("$ref")),
-        _string(2, schema.get("format")),
-        _string(3, schema.get("title")),
-        _string(4, schema.get("description")),
-    ]
-    if "default" in schema:
-        out.append(_bytes(5, _any(schema["default"])))
-    out += [
-        _double(6, schema.get("multipleOf")),
-        _double(7, schema.get("maximum")),
-        _bool(8, schema.get("exclusiveMaximum")),
-        _double(9, schema.get("minimum")),
-        _bool(10, schema.get("exclusiveMinimum")),
-        _int(11, schema.get("maxLength")),
-        _int(12, schema.get("minLength")),
-        _string(13, schema.get("pattern")),
-        _int(14, schema.get("maxItems")),
-        _int(15, schema.get("minItems")),
-        _bool(16, schema.get("uniqueItems")),
-        _int(17, schema.get("maxProperties")),
-        _int(18, schema.get("minProperties")),
-        _strings(19, schema.get("required")),
-    ]
-    out += [_bytes(20, _any(v)) for v in schema.get("enum") or ()]
-    extra = schema.get("additionalProperties")
+def _extensions(m: _Message, number: int, spec: Mapping[str, Any]) -> None:
+    """``repeated NamedAny vendor_extension``: every ``x-`` key, in order."""
+    for key, value in spec.items():
+        if key.startswith("x-"):
+            m.bytes_field(number, _named(key, _any(value)))
+
+
+def _anys(m: _Message, number: int, values: Any) -> None:
+    if isinstance(values, list):
+        for value in values:
+            m.bytes_field(number, _any(value))
+
+
+def _external_docs(spec: Any) -> bytes | None:
+    if not isinstance(spec, dict):
+        return None
+    m = _Message()
+    m.string(1, spec.get("description"))
+    m.string(2, spec.get("url"))
+    _extensions(m, 3, spec)
+    return m.done()
+
+
+def _schema(spec: Any) -> bytes:
+    """``Schema`` (a JSON Schema object as Swagger 2.0 restricts it)."""
+    if not isinstance(spec, dict):
+        return b""
+    m = _Message()
+    m.string(1, spec.get("$ref"))
+    m.string(2, spec.get("format"))
+    m.string(3, spec.get("title"))
+    m.string(4, spec.get("description"))
+    if "default" in spec:
+        m.bytes_field(5, _any(spec["default"]))
+    m.double(6, spec.get("multipleOf"))
+    m.double(7, spec.get("maximum"))
+    m.boolean(8, spec.get("exclusiveMaximum"))
+    m.double(9, spec.get("minimum"))
+    m.boolean(10, spec.get("exclusiveMinimum"))
+    m.int64(11, spec.get("maxLength"))
+    m.int64(12, spec.get("minLength"))
+    m.string(13, spec.get("pattern"))
+    m.int64(14, spec.get("maxItems"))
+    m.int64(15, spec.get("minItems"))
+    m.boolean(16, spec.get("uniqueItems"))
+    m.int64(17, spec.get("maxProperties"))
+    m.int64(18, spec.get("minProperties"))
+    m.strings(19, spec.get("required"))
+    _anys(m, 20, spec.get("enum"))
+    extra = spec.get("additionalProperties")
     if isinstance(extra, dict):
-        out.append(_bytes(21, _bytes(1, _schema(extra))))
+        item = _Message()
+        item.bytes_field(1, _schema(extra))
+        m.bytes_field(21, item.done())
     elif isinstance(extra, bool):
-        out.append(_bytes(21, _varint(2 << 3) + (b"\x01" if extra else b"\x00")))
-    kind = schema.get("type")
-    if kind:
-        out.append(_bytes(22, _strings(1, kind if isinstance(kind, list) else [kind])))
-    items = schema.get("items")
-    if isinstance(items, dict):
-        items = [items]
-    if isinstance(items, list):
-        out.append(_bytes(23, b"".join(_bytes(1, _schema(i)) for i in items)))
-    out += [_bytes(24, _schema(s)) for s in schema.get("allOf") or ()]
-    properties = schema.get("properties")
+        item = _Message()
+        item.parts.append(_varint(2 << 3 | _VARINT) + (b"\x01" if extra else b"\x00"))
+        m.bytes_field(21, item.done())
+    kind = spec.get("type")
+    if kind is not None:
+        types = _Message()
+        types.strings(1, kind if isinstance(kind, list) else [kind])
+        m.bytes_field(22, types.done())
+    items = spec.get("items")
+    if items is not None:
+        holder = _Message()
+        for item_spec in items if isinstance(items, list) else [items]:
+            holder.bytes_field(1, _schema(item_spec))
+        m.bytes_field(23, holder.done())
+    for part in spec.get("allOf") or []:
+        m.bytes_field(24, _schema(part))
+    properties = spec.get("properties")
     if isinstance(properties, dict):
-        named = b"".join(
-            _bytes(1, _string(1, name) + _bytes(2, _schema(sub)))
-            for name, sub in properties.items()
-        )
-        out.append(_bytes(25, named))
-    out += [_string(26, schema.get("discriminator")), _bool(27, schema.get("readOnly"))]
-    if "example" in schema:
-        out.append(_bytes(30, _any(schema["example"])))
-    out.append(_vendor(31, schema))
-    return b"".join(out)
+        props = _Message()
+        for name, sub in properties.items():
+            props.bytes_field(1, _named(name, _schema(sub)))
+        m.bytes_field(25, props.done())
+    m.string(26, spec.get("discriminator"))
+    m.boolean(27, spec.get("readOnly"))
+    m.message(29, _external_docs(spec.get("externalDocs")))
+    if "example" in spec:
+        m.bytes_field(30, _any(spec["example"]))
+    _extensions(m, 31, spec)
+    return m.done()
 
 
-def _parameter(parameter: JSONDict) -> bytes:
-    """A ``ParametersItem``: a body parameter, or a query / path / header one."""
-    if "$ref" in parameter:
-        return _bytes(2, _string(1, parameter["$ref"]))
-    where = parameter.get("in")
+def _primitives(spec: Any) -> bytes:
+    """``PrimitivesItems`` (a non-body parameter's ``items``)."""
+    m = _Message()
+    if not isinstance(spec, dict):
+        return b""
+    m.string(1, spec.get("type"))
+    m.string(2, spec.get("format"))
+    if isinstance(spec.get("items"), dict):
+        m.bytes_field(3, _primitives(spec["items"]))
+    m.string(4, spec.get("collectionFormat"))
+    if "default" in spec:
+        m.bytes_field(5, _any(spec["default"]))
+    m.double(6, spec.get("maximum"))
+    m.boolean(7, spec.get("exclusiveMaximum"))
+    m.double(8, spec.get("minimum"))
+    m.boolean(9, spec.get("exclusiveMinimum"))
+    m.int64(10, spec.get("maxLength"))
+    m.int64(11, spec.get("minLength"))
+    m.string(12, spec.get("pattern"))
+    m.int64(13, spec.get("maxItems"))
+    m.int64(14, spec.get("minItems"))
+    m.boolean(15, spec.get("uniqueItems"))
+    _anys(m, 16, spec.get("enum"))
+    m.double(17, spec.get("multipleOf"))
+    _extensions(m, 18, spec)
+    return m.done()
+
+
+def _sub_schema(spec: Mapping[str, Any], *, allow_empty: bool) -> bytes:
+    """The header / formData / query / path parameter sub-schemas share one layout
+    apart from ``allowEmptyValue`` (query and formData only), which shifts the rest."""
+    m = _Message()
+    m.boolean(1, spec.get("required"))
+    m.string(2, spec.get("in"))
+    m.string(3, spec.get("description"))
+    m.string(4, spec.get("name"))
+    shift = 0
+    if allow_empty:
+        m.boolean(5, spec.get("allowEmptyValue"))
+        shift = 1
+    m.string(5 + shift, spec.get("type"))
+    m.string(6 + shift, spec.get("format"))
+    if isinstance(spec.get("items"), dict):
+        m.bytes_field(7 + shift, _primitives(spec["items"]))
+    m.string(8 + shift, spec.get("collectionFormat"))
+    if "default" in spec:
+        m.bytes_field(9 + shift, _any(spec["default"]))
+    m.double(10 + shift, spec.get("maximum"))
+    m.boolean(11 + shift, spec.get("exclusiveMaximum"))
+    m.double(12 + shift, spec.get("minimum"))
+    m.boolean(13 + shift, spec.get("exclusiveMinimum"))
+    m.int64(14 + shift, spec.get("maxLength"))
+    m.int64(15 + shift, spec.get("minLength"))
+    m.string(16 + shift, spec.get("pattern"))
+    m.int64(17 + shift, spec.get("maxItems"))
+    m.int64(18 + shift, spec.get("minItems"))
+    m.boolean(19 + shift, spec.get("uniqueItems"))
+    _anys(m, 20 + shift, spec.get("enum"))
+    m.double(21 + shift, spec.get("multipleOf"))
+    _extensions(m, 22 + shift, spec)
+    return m.done()
+
+
+#: NonBodyParameter's oneof field per ``in``, and whether its layout has allowEmptyValue.
+_NON_BODY: Final[dict[str, tuple[int, bool]]] = {
+    "header": (1, False),
+    "formData": (2, True),
+    "query": (3, True),
+    "path": (4, False),
+}
+
+
+def _parameter(spec: Any) -> bytes:
+    """``Parameter``: a body parameter, or a non-body one by where it goes."""
+    m = _Message()
+    if not isinstance(spec, dict):
+        return b""
+    where = spec.get("in")
     if where == "body":
-        body = (
-            _string(1, parameter.get("description"))
-            + _string(2, parameter.get("name"))
-            + _string(3, where)
-            + _bool(4, parameter.get("required"))
-            + _bytes(5, _schema(parameter.get("schema") or {}))
-            + _vendor(6, parameter)
-        )
-        return _bytes(1, _bytes(1, body))
-    common = (
-        _bool(1, parameter.get("required"))
-        + _string(2, where)
-        + _string(3, parameter.get("description"))
-        + _string(4, parameter.get("name"))
-    )
-    if where == "query":
-        sub = (
-            common
-            + _string(6, parameter.get("type"))
-            + _string(7, parameter.get("format"))
-            + _bool(20, parameter.get("uniqueItems"))
-        )
-        choice = 3
-    elif where == "path":
-        sub = common + _string(5, parameter.get("type")) + _string(6, parameter.get("format"))
-        choice = 4
-    elif where == "header":
-        sub = common + _string(5, parameter.get("type")) + _string(6, parameter.get("format"))
-        choice = 1
+        body = _Message()
+        body.string(1, spec.get("description"))
+        body.string(2, spec.get("name"))
+        body.string(3, where)
+        body.boolean(4, spec.get("required"))
+        if isinstance(spec.get("schema"), dict):
+            body.bytes_field(5, _schema(spec["schema"]))
+        _extensions(body, 6, spec)
+        m.bytes_field(1, body.done())
+    elif where in _NON_BODY:
+        number, allow_empty = _NON_BODY[where]
+        non_body = _Message()
+        non_body.bytes_field(number, _sub_schema(spec, allow_empty=allow_empty))
+        m.bytes_field(2, non_body.done())
+    return m.done()
+
+
+def _parameters_item(spec: Any) -> bytes:
+    """``ParametersItem``: a ``$ref`` to a shared parameter, or the parameter itself."""
+    m = _Message()
+    if isinstance(spec, dict) and "$ref" in spec:
+        ref = _Message()
+        ref.string(1, spec["$ref"])
+        ref.string(2, spec.get("description"))
+        m.bytes_field(2, ref.done())
     else:
-        sub = common + _string(6, parameter.get("type"))
-        choice = 2
-    return _bytes(1, _bytes(2, _bytes(choice, sub)))
+        m.bytes_field(1, _parameter(spec))
+    return m.done()
 
 
-def _operation(operation: JSONDict) -> bytes:
-    out = [
-        _strings(1, operation.get("tags")),
-        _string(3, operation.get("description")),
-        _string(5, operation.get("operationId")),
-        _strings(6, operation.get("produces")),
-        _strings(7, operation.get("consumes")),
-    ]
-    out += [_bytes(8, _parameter(p)) for p in operation.get("parameters") or ()]
-    responses = b""
-    for code, response in (operation.get("responses") or {}).items():
-        body = _string(1, response.get("description"))
-        if isinstance(response.get("schema"), dict):
-            body += _bytes(2, _bytes(1, _schema(response["schema"])))
-        responses += _bytes(1, _string(1, code) + _bytes(2, _bytes(1, body)))
-    if responses:
-        out.append(_bytes(9, responses))
-    out += [_strings(10, operation.get("schemes")), _vendor(13, operation)]
-    return b"".join(out)
+def _response(spec: Any) -> bytes:
+    m = _Message()
+    if not isinstance(spec, dict):
+        return b""
+    m.string(1, spec.get("description"))
+    if isinstance(spec.get("schema"), dict):
+        item = _Message()
+        item.bytes_field(1, _schema(spec["schema"]))
+        m.bytes_field(2, item.done())
+    _extensions(m, 5, spec)
+    return m.done()
 
 
-_VERBS = {"get": 2, "put": 3, "post": 4, "delete": 5, "options": 6, "head": 7, "patch": 8}
+def _responses(spec: Any) -> bytes:
+    m = _Message()
+    if not isinstance(spec, dict):
+        return b""
+    for code, value in spec.items():
+        if code.startswith("x-"):
+            continue
+        holder = _Message()
+        if isinstance(value, dict) and "$ref" in value:
+            ref = _Message()
+            ref.string(1, value["$ref"])
+            holder.bytes_field(2, ref.done())
+        else:
+            holder.bytes_field(1, _response(value))
+        m.bytes_field(1, _named(code, holder.done()))
+    _extensions(m, 2, spec)
+    return m.done()
 
 
-def _path_item(item: JSONDict) -> bytes:
-    out = [_bytes(n, _operation(item[verb])) for verb, n in _VERBS.items() if verb in item]
-    out += [_bytes(9, _parameter(p)) for p in item.get("parameters") or ()]
-    out.append(_vendor(10, item))
-    return b"".join(out)
+def _security(requirements: Any) -> list[bytes]:
+    out = []
+    for requirement in requirements if isinstance(requirements, list) else []:
+        m = _Message()
+        for name, scopes in (requirement or {}).items():
+            array = _Message()
+            array.strings(1, scopes)
+            m.bytes_field(1, _named(name, array.done()))
+        out.append(m.done())
+    return out
 
 
-def document_to_protobuf(document: JSONDict) -> bytes:
-    """The gnostic ``openapi.v2.Document`` bytes of a Swagger 2.0 JSON document."""
-    info = document.get("info") or {}
-    out = [
-        _string(1, document.get("swagger", "2.0")),
-        _bytes(2, _string(1, info.get("title")) + _string(2, info.get("version"))),
-    ]
-    paths = b"".join(
-        _bytes(2, _string(1, path) + _bytes(2, _path_item(item)))
-        for path, item in (document.get("paths") or {}).items()
-    )
-    out.append(_bytes(8, paths))
-    definitions = b"".join(
-        _bytes(1, _string(1, name) + _bytes(2, _schema(schema)))
-        for name, schema in (document.get("definitions") or {}).items()
-    )
-    out.append(_bytes(9, definitions))
-    return b"".join(out)
+def _operation(spec: Any) -> bytes:
+    m = _Message()
+    if not isinstance(spec, dict):
+        return b""
+    m.strings(1, spec.get("tags"))
+    m.string(2, spec.get("summary"))
+    m.string(3, spec.get("description"))
+    m.message(4, _external_docs(spec.get("externalDocs")))
+    m.string(5, spec.get("operationId"))
+    m.strings(6, spec.get("produces"))
+    m.strings(7, spec.get("consumes"))
+    for parameter in spec.get("parameters") or []:
+        m.bytes_field(8, _parameters_item(parameter))
+    if "responses" in spec:
+        m.bytes_field(9, _responses(spec["responses"]))
+    m.strings(10, spec.get("schemes"))
+    m.boolean(11, spec.get("deprecated"))
+    for requirement in _security(spec.get("security")):
+        m.bytes_field(12, requirement)
+    _extensions(m, 13, spec)
+    return m.done()
+
+
+_OPERATIONS: Final = (
+    ("get", 2),
+    ("put", 3),
+    ("post", 4),
+    ("delete", 5),
+    ("options", 6),
+    ("head", 7),
+    ("patch", 8),
+)
+
+
+def _path_item(spec: Any) -> bytes:
+    m = _Message()
+    if not isinstance(spec, dict):
+        return b""
+    m.string(1, spec.get("$ref"))
+    for verb, number in _OPERATIONS:
+        if verb in spec:
+            m.bytes_field(number, _operation(spec[verb]))
+    for parameter in spec.get("parameters") or []:
+        m.bytes_field(9, _parameters_item(parameter))
+    _extensions(m, 10, spec)
+    return m.done()
+
+
+def _map_of(spec: Any, encode: Callable[[Any], bytes]) -> bytes:
+    """The gnostic ``additional_properties`` map of named values (field 1)."""
+    m = _Message()
+    for name, value in (spec or {}).items():
+        m.bytes_field(1, _named(name, encode(value)))
+    return m.done()
+
+
+def _security_definition(spec: Any) -> bytes:
+    """Only API keys and basic auth are described by kube-apiserver (BearerToken)."""
+    m = _Message()
+    if not isinstance(spec, dict):
+        return b""
+    item = _Message()
+    item.string(1, spec.get("type"))
+    if spec.get("type") == "apiKey":
+        item.string(2, spec.get("name"))
+        item.string(3, spec.get("in"))
+        item.string(4, spec.get("description"))
+        _extensions(item, 5, spec)
+        m.bytes_field(2, item.done())
+    else:
+        item.string(2, spec.get("description"))
+        _extensions(item, 3, spec)
+        m.bytes_field(1, item.done())
+    return m.done()
+
+
+def encode_openapi_v2(document: Mapping[str, Any]) -> bytes:
+    """``document`` (Swagger 2.0 as JSON) as a gnostic ``openapi.v2.Document``."""
+    m = _Message()
+    m.string(1, document.get("swagger"))
+    info = document.get("info")
+    if isinstance(info, dict):
+        i = _Message()
+        i.string(1, info.get("title"))
+        i.string(2, info.get("version"))
+        i.string(3, info.get("description"))
+        i.string(4, info.get("termsOfService"))
+        _extensions(i, 7, info)
+        m.bytes_field(2, i.done())
+    m.string(3, document.get("host"))
+    m.string(4, document.get("basePath"))
+    m.strings(5, document.get("schemes"))
+    m.strings(6, document.get("consumes"))
+    m.strings(7, document.get("produces"))
+    paths = document.get("paths")
+    if isinstance(paths, dict):
+        p = _Message()
+        for path, item in paths.items():
+            if path.startswith("x-"):
+                p.bytes_field(1, _named(path, _any(item)))
+            else:
+                p.bytes_field(2, _named(path, _path_item(item)))
+        m.bytes_field(8, p.done())
+    if isinstance(document.get("definitions"), dict):
+        m.bytes_field(9, _map_of(document["definitions"], _schema))
+    if isinstance(document.get("parameters"), dict):
+        m.bytes_field(10, _map_of(document["parameters"], _parameter))
+    if isinstance(document.get("responses"), dict):
+        m.bytes_field(11, _map_of(document["responses"], _response))
+    for requirement in _security(document.get("security")):
+        m.bytes_field(12, requirement)
+    if isinstance(document.get("securityDefinitions"), dict):
+        m.bytes_field(13, _map_of(document["securityDefinitions"], _security_definition))
+    m.message(15, _external_docs(document.get("externalDocs")))
+    _extensions(m, 16, document)
+    return m.done()

@@ -14,11 +14,8 @@ from dataclasses import dataclass, field
 
 from ownergc.protocols import APIResource
 
-from ._scale import BUILTIN_SCALE_PATHS
-
 __all__ = [
     "BUILTIN_RESOURCES",
-    "REVIEW_VERBS",
     "STANDARD_VERBS",
     "GCPolicy",
     "NameRule",
@@ -30,8 +27,6 @@ STANDARD_VERBS: frozenset[str] = frozenset(
     {"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
 )
 _NAMESPACE_VERBS = STANDARD_VERBS - {"deletecollection"}
-#: A review kind is only ever created (and answered, never stored).
-REVIEW_VERBS: frozenset[str] = frozenset({"create"})
 
 
 class GCPolicy(str, enum.Enum):
@@ -109,7 +104,7 @@ def _builtin(
     name_rule: NameRule = NameRule.DNS_SUBDOMAIN,
     older: tuple[str, ...] = (),
     computed: bool = False,
-    scale: bool = False,
+    subresources: frozenset[str] = frozenset(),
 ) -> ResourceSpec:
     """A built-in resource served at ``version`` (preferred) and the ``older`` versions."""
     versions = (version, *older)
@@ -124,9 +119,17 @@ def _builtin(
         gc_policies={v: policy for v in versions},
         name_rule=name_rule,
         computed=computed,
-        subresources=frozenset({"scale"}) if scale else frozenset(),
-        scale_paths=BUILTIN_SCALE_PATHS if scale else None,
+        subresources=subresources,
+        scale_paths=_WORKLOAD_SCALE if "scale" in subresources else None,
     )
+
+
+#: The built-in workloads' ``/scale`` (autoscaling/v1 Scale): replicas in ``spec`` and
+#: ``status``; the selector is rendered from ``spec.selector`` (see ``_scale``).
+_WORKLOAD_SCALE: tuple[str, str, str | None] = (".spec.replicas", ".status.replicas", None)
+_SCALE = frozenset({"scale"})
+#: Kinds a client creates to ask a question (reviews): answered, never stored.
+_CREATE_ONLY = frozenset({"create"})
 
 
 _RBAC = "rbac.authorization.k8s.io"
@@ -149,14 +152,14 @@ BUILTIN_RESOURCES: tuple[ResourceSpec, ...] = (
     _builtin("", "v1", "configmaps", "ConfigMap"),
     _builtin("", "v1", "secrets", "Secret"),
     _builtin("", "v1", "services", "Service", name_rule=NameRule.DNS_LABEL),
-    _builtin("", "v1", "serviceaccounts", "ServiceAccount"),
+    _builtin("", "v1", "serviceaccounts", "ServiceAccount", subresources=frozenset({"token"})),
     _builtin(
         "",
         "v1",
         "replicationcontrollers",
         "ReplicationController",
         policy=GCPolicy.ORPHAN,
-        scale=True,
+        subresources=_SCALE,
     ),
     _builtin("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim"),
     _builtin("", "v1", "persistentvolumes", "PersistentVolume", namespaced=False),
@@ -199,10 +202,10 @@ BUILTIN_RESOURCES: tuple[ResourceSpec, ...] = (
         name_rule=NameRule.PATH_SEGMENT,
     ),
     _builtin("apps", "v1", "controllerrevisions", "ControllerRevision"),
-    _builtin("apps", "v1", "deployments", "Deployment", scale=True),
-    _builtin("apps", "v1", "replicasets", "ReplicaSet", scale=True),
+    _builtin("apps", "v1", "deployments", "Deployment", subresources=_SCALE),
+    _builtin("apps", "v1", "replicasets", "ReplicaSet", subresources=_SCALE),
     _builtin("apps", "v1", "daemonsets", "DaemonSet"),
-    _builtin("apps", "v1", "statefulsets", "StatefulSet", scale=True),
+    _builtin("apps", "v1", "statefulsets", "StatefulSet", subresources=_SCALE),
     _builtin("batch", "v1", "jobs", "Job", policy=GCPolicy.ORPHAN),
     _builtin("batch", "v1", "cronjobs", "CronJob", older=("v1beta1",)),
     _builtin(
@@ -270,6 +273,46 @@ BUILTIN_RESOURCES: tuple[ResourceSpec, ...] = (
         namespaced=False,
         name_rule=NameRule.PATH_SEGMENT,
     ),
+    # Reviews: created to ask a question, answered and never stored (``_reviews``).
+    _builtin(
+        "authentication.k8s.io",
+        "v1",
+        "selfsubjectreviews",
+        "SelfSubjectReview",
+        namespaced=False,
+        verbs=_CREATE_ONLY,
+    ),
+    _builtin(
+        "authorization.k8s.io",
+        "v1",
+        "localsubjectaccessreviews",
+        "LocalSubjectAccessReview",
+        verbs=_CREATE_ONLY,
+    ),
+    _builtin(
+        "authorization.k8s.io",
+        "v1",
+        "selfsubjectaccessreviews",
+        "SelfSubjectAccessReview",
+        namespaced=False,
+        verbs=_CREATE_ONLY,
+    ),
+    _builtin(
+        "authorization.k8s.io",
+        "v1",
+        "selfsubjectrulesreviews",
+        "SelfSubjectRulesReview",
+        namespaced=False,
+        verbs=_CREATE_ONLY,
+    ),
+    _builtin(
+        "authorization.k8s.io",
+        "v1",
+        "subjectaccessreviews",
+        "SubjectAccessReview",
+        namespaced=False,
+        verbs=_CREATE_ONLY,
+    ),
     _builtin("coordination.k8s.io", "v1", "leases", "Lease"),
     _builtin(
         "events.k8s.io", "v1", "events", "Event", policy=GCPolicy.UNSUPPORTED, older=("v1beta1",)
@@ -280,45 +323,5 @@ BUILTIN_RESOURCES: tuple[ResourceSpec, ...] = (
         "customresourcedefinitions",
         "CustomResourceDefinition",
         namespaced=False,
-    ),
-    # Reviews: created to ask a question, answered and never stored (``_reviews.py``).
-    _builtin(
-        "authentication.k8s.io",
-        "v1",
-        "selfsubjectreviews",
-        "SelfSubjectReview",
-        namespaced=False,
-        verbs=REVIEW_VERBS,
-    ),
-    _builtin(
-        "authorization.k8s.io",
-        "v1",
-        "localsubjectaccessreviews",
-        "LocalSubjectAccessReview",
-        verbs=REVIEW_VERBS,
-    ),
-    _builtin(
-        "authorization.k8s.io",
-        "v1",
-        "selfsubjectaccessreviews",
-        "SelfSubjectAccessReview",
-        namespaced=False,
-        verbs=REVIEW_VERBS,
-    ),
-    _builtin(
-        "authorization.k8s.io",
-        "v1",
-        "selfsubjectrulesreviews",
-        "SelfSubjectRulesReview",
-        namespaced=False,
-        verbs=REVIEW_VERBS,
-    ),
-    _builtin(
-        "authorization.k8s.io",
-        "v1",
-        "subjectaccessreviews",
-        "SubjectAccessReview",
-        namespaced=False,
-        verbs=REVIEW_VERBS,
     ),
 )

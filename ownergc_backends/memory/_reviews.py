@@ -47,7 +47,10 @@ def answer_review(
     answer = copy.deepcopy(body)
     answer["apiVersion"] = f"{group}/{version}"
     answer["kind"] = kind
-    answer.setdefault("metadata", {})
+    # An ObjectMeta never stored: its zero creationTimestamp is written as null.
+    given = answer.get("metadata")
+    meta: JSONDict = given if isinstance(given, dict) else {}
+    answer["metadata"] = {**meta, "creationTimestamp": meta.get("creationTimestamp")}
     spec = answer.get("spec") or {}
     if kind == "SelfSubjectReview":
         answer["status"] = {"userInfo": copy.deepcopy(user_info)}

@@ -1,8 +1,13 @@
-"""A CRD's ``scale`` subresource: the object seen as an ``autoscaling/v1`` Scale.
+"""The ``scale`` subresource: an object seen as an ``autoscaling/v1`` Scale.
 
-The CRD names where the replicas live (``specReplicasPath``,
-``statusReplicasPath``, ``labelSelectorPath``: simple ``.a.b`` paths); reading
-``/scale`` builds the Scale from those fields, writing it sets the spec path.
+A CRD names where the replicas live (``specReplicasPath``,
+``statusReplicasPath``, ``labelSelectorPath``: simple ``.a.b`` paths); the
+built-in workloads (Deployments, ReplicaSets, StatefulSets,
+ReplicationControllers) keep them in ``spec.replicas`` / ``status.replicas``,
+and their Scale's ``status.selector`` is ``spec.selector`` written as a
+selector string (``app=web,tier in (a,b)``), as kube-apiserver renders it.
+Reading ``/scale`` builds the Scale from those fields, writing it sets the
+spec path.
 """
 
 from __future__ import annotations
@@ -12,13 +17,9 @@ from typing import Any
 from ownergc.errors import Invalid
 from ownergc.protocols import JSONDict
 
-__all__ = ["BUILTIN_SCALE_PATHS", "replicas_patch", "selector_string", "to_scale"]
+__all__ = ["replicas_patch", "selector_string", "to_scale"]
 
 ScalePaths = tuple[str, str, str | None]
-
-#: Where the built-in workloads (Deployment, ReplicaSet, StatefulSet,
-#: ReplicationController) keep their replicas and selector.
-BUILTIN_SCALE_PATHS: ScalePaths = (".spec.replicas", ".status.replicas", ".spec.selector")
 
 
 def _segments(path: str) -> list[str]:
@@ -29,6 +30,37 @@ def _at(obj: Any, path: str | None) -> Any:
     for key in _segments(path or ""):
         obj = obj.get(key) if isinstance(obj, dict) else None
     return obj
+
+
+def selector_string(selector: Any) -> str:
+    """A workload's ``spec.selector`` as a label selector string: a LabelSelector
+    (``matchLabels`` / ``matchExpressions``), or a ReplicationController's plain map.
+    Requirements are sorted by key and each value set sorted, as Kubernetes prints
+    them; an empty or malformed selector is the empty string."""
+    if not isinstance(selector, dict):
+        return ""
+    if "matchLabels" in selector or "matchExpressions" in selector:
+        labels = selector.get("matchLabels") or {}
+        expressions = selector.get("matchExpressions") or []
+    else:
+        labels, expressions = selector, []
+    requirements: list[tuple[str, str]] = []
+    if isinstance(labels, dict):
+        requirements += [(str(k), f"{k}={v}") for k, v in labels.items()]
+    for expression in expressions if isinstance(expressions, list) else []:
+        if not isinstance(expression, dict):
+            continue
+        key, operator = str(expression.get("key", "")), expression.get("operator")
+        values = ",".join(sorted(str(v) for v in expression.get("values") or []))
+        text = {
+            "In": f"{key} in ({values})",
+            "NotIn": f"{key} notin ({values})",
+            "Exists": key,
+            "DoesNotExist": f"!{key}",
+        }.get(str(operator))
+        if text is not None:
+            requirements.append((key, text))
+    return ",".join(text for _, text in sorted(requirements, key=lambda r: r[0]))
 
 
 def to_scale(obj: JSONDict, paths: ScalePaths) -> JSONDict:
@@ -49,42 +81,12 @@ def to_scale(obj: JSONDict, paths: ScalePaths) -> JSONDict:
     wanted = _at(obj, spec_path)
     if wanted is not None:
         scale["spec"]["replicas"] = wanted
-    selector = _at(obj, selector_path)
-    if isinstance(selector, dict):
-        selector = selector_string(selector)
+    selector = (
+        _at(obj, selector_path) if selector_path else selector_string(_at(obj, ".spec.selector"))
+    )
     if isinstance(selector, str) and selector:
         scale["status"]["selector"] = selector
     return scale
-
-
-def selector_string(selector: JSONDict) -> str:
-    """A built-in workload's ``spec.selector`` as the Scale's ``status.selector`` string.
-
-    Deployments, ReplicaSets and StatefulSets hold a LabelSelector
-    (``matchLabels`` / ``matchExpressions``); a ReplicationController a plain
-    label map. The apiserver prints the requirements sorted by key, values
-    sorted: ``app=d``, ``tier in (a,b)``, ``tier notin (a)``, ``tier``, ``!tier``.
-    """
-    if set(selector) <= {"matchLabels", "matchExpressions"}:
-        labels = selector.get("matchLabels") or {}
-        expressions = selector.get("matchExpressions") or []
-    else:
-        labels, expressions = selector, []
-    parts: list[tuple[str, str]] = [(str(k), f"{k}={v}") for k, v in labels.items()]
-    for req in expressions:
-        if not isinstance(req, dict):
-            continue
-        key, op = str(req.get("key", "")), req.get("operator")
-        values = ",".join(sorted(str(v) for v in req.get("values") or []))
-        if op == "In":
-            parts.append((key, f"{key} in ({values})"))
-        elif op == "NotIn":
-            parts.append((key, f"{key} notin ({values})"))
-        elif op == "Exists":
-            parts.append((key, key))
-        elif op == "DoesNotExist":
-            parts.append((key, f"!{key}"))
-    return ",".join(text for _, text in sorted(parts))
 
 
 def replicas_patch(scale: Any, paths: ScalePaths) -> JSONDict:

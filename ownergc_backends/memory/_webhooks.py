@@ -341,9 +341,12 @@ class WebhookAdmission:
         self._source = source
         self._call = caller or post_review
 
-    async def mutate(self, attrs: AdmissionAttributes) -> AdmissionOutcome:
-        """Call the matching mutating webhooks in order; each sees the previous one's patch."""
-        outcome = AdmissionOutcome(attrs.object)
+    async def mutate(
+        self, attrs: AdmissionAttributes, warnings: list[str] | None = None
+    ) -> AdmissionOutcome:
+        """Call the matching mutating webhooks in order; each sees the previous one's patch.
+        Warnings go to ``warnings`` as they arrive (a denial keeps those before it)."""
+        outcome = AdmissionOutcome(attrs.object, warnings if warnings is not None else [])
         for hook in matching_webhooks("Mutating", attrs, self._source):
             current = replace(attrs, object=outcome.object)
             response = await self._review(hook, current)
@@ -357,8 +360,11 @@ class WebhookAdmission:
                 outcome.object = self._patched(hook, outcome.object, response)
         return outcome
 
-    async def validate(self, attrs: AdmissionAttributes) -> list[str]:
-        """Call the matching validating webhooks at once; the first (in order) to refuse wins."""
+    async def validate(
+        self, attrs: AdmissionAttributes, warnings: list[str] | None = None
+    ) -> list[str]:
+        """Call the matching validating webhooks at once; the first (in order) to refuse wins.
+        Warnings go to ``warnings`` (returned), those of a refusing hook included."""
         hooks = matching_webhooks("Validating", attrs, self._source)
         results: list[JSONDict | BaseException | None] = [None] * len(hooks)
 
@@ -371,7 +377,8 @@ class WebhookAdmission:
         async with anyio.create_task_group() as tg:
             for index, hook in enumerate(hooks):
                 tg.start_soon(one, index, hook)
-        warnings: list[str] = []
+        if warnings is None:
+            warnings = []
         for hook, result in zip(hooks, results, strict=True):
             if isinstance(result, BaseException):
                 raise result

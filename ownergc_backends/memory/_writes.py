@@ -4,6 +4,15 @@ DELETE, removal when the last finalizer goes), the NamespaceLifecycle admission
 and the namespace registry's DELETE, and the CRD lifecycle (a CRD serves its
 kind; deleting it deletes its objects first). Every method here runs inside the
 storage's write section (``..._locked``): the façade takes the lock.
+
+Dry run (``dry_run=True``, kube-apiserver's ``dryRun=All``): the write is
+computed exactly as a real one (validation, defaulting, generateName,
+admission of namespaces, the finalizers a DELETE leaves) and the would-be
+object returned, but the last step, the storage call, is not made: nothing is
+stored, no resourceVersion is taken, no watch event is logged, and no side
+effect (a CRD's serving, its cleanup) runs. As with kube-apiserver's
+``DryRunnableStorage``, a dry-run create answers without a resourceVersion and
+a dry-run update or DELETE with the stored object's.
 """
 
 from __future__ import annotations
@@ -149,9 +158,11 @@ class WriteRules:
         *,
         admit: bool = True,
         load: bool = False,
+        dry_run: bool = False,
     ) -> JSONDict:
         """Create; with ``load`` the object keeps the uid, timestamps, generation and
-        deletion state it carries (a copy of an object from elsewhere)."""
+        deletion state it carries (a copy of an object from elsewhere); with
+        ``dry_run`` the object that would be stored, without a resourceVersion."""
         spec = bucket.spec
         crd = self._registry.crd_serving(bucket)
         if crd is not None and "deletionTimestamp" in _meta(crd) and not load:
@@ -273,6 +284,9 @@ class WriteRules:
             finalizers = meta.setdefault("finalizers", [])
             if CRD_CLEANUP_FINALIZER not in finalizers and not load:
                 finalizers.append(CRD_CLEANUP_FINALIZER)
+        if dry_run:
+            stored["metadata"] = _ordered(meta)
+            return stored
         out = self._storage.store_locked(bucket, "ADDED", stored, wake)
         if serving is not None:
             self._crd_serve_locked(name, serving, wake)
@@ -287,13 +301,15 @@ class WriteRules:
         *,
         is_patch: bool,
         subresource: str | None = None,
+        dry_run: bool = False,
     ) -> JSONDict:
         """The generic store's Update: rv check, BeforeUpdate, validation, delete-on-empty.
 
         Returns the stored object, or after an emptying of finalizers on a
         deleting object the updated object carrying the deletion's rv. With a
         ``status`` subresource, an update of the object keeps the stored status
-        and an update of ``/status`` changes the status alone.
+        and an update of ``/status`` changes the status alone. With ``dry_run``,
+        the object the update would leave (the stored rv kept), nothing written.
         """
         spec = bucket.spec
         body = _split_status(existing, body, spec.subresources, subresource)
@@ -396,12 +412,17 @@ class WriteRules:
                 raise invalid(bucket, name, crd_errors)
         if should_delete_during_update(finalizers, old) and not self._namespace_held(bucket, new):
             # The last finalizer of a deleting object went away.
+            if dry_run:
+                new["metadata"] = _ordered(meta)
+                return new
             gone = self.remove_locked(bucket, namespace, name, existing, wake)
             new["metadata"] = _ordered({**meta, "resourceVersion": _meta(gone)["resourceVersion"]})
             return new
         new["metadata"] = _ordered(meta)
         if json_equal(new, existing):
             return existing  # a no-op write is not stored (no new rv, no event)
+        if dry_run:
+            return new
         out = self._storage.store_locked(bucket, "MODIFIED", new, wake)
         if serving is not None:
             self._crd_serve_locked(name, serving, wake)
@@ -425,7 +446,11 @@ class WriteRules:
         orphan_dependents: bool | None,
         preconditions: Preconditions | None,
         wake: list[anyio.Event],
+        *,
+        dry_run: bool = False,
     ) -> JSONDict | None:
+        """DELETE: the object left (marked deleting, held by finalizers) or None when it
+        is removed; with ``dry_run`` the same answer, nothing written."""
         # NamespaceLifecycle admission runs before the registry looks at the object.
         is_namespace = bucket.spec.group == "" and bucket.spec.resource == "namespaces"
         if is_namespace and name in IMMORTAL_NAMESPACES:
@@ -458,7 +483,9 @@ class WriteRules:
                     "The object might have been modified",
                 )
         if is_namespace and self._terminating_namespaces:
-            held = self._delete_namespace_locked(bucket, existing, policy, orphan_dependents, wake)
+            held = self._delete_namespace_locked(
+                bucket, existing, policy, orphan_dependents, wake, dry_run=dry_run
+            )
             if held is not None:
                 return held
         current = meta.get("finalizers", [])
@@ -477,11 +504,14 @@ class WriteRules:
             updated["metadata"] = _ordered(updated_meta)
             if json_equal(updated, existing):
                 return existing  # nothing changed: no write, no event
+            if dry_run:
+                return updated
             kept = self._storage.store_locked(bucket, "MODIFIED", updated, wake)
             if self._registry.is_crd_bucket(bucket):
                 return self._crd_cleanup_locked(kept, wake)
             return kept
-        self.remove_locked(bucket, namespace, name, existing, wake)
+        if not dry_run:
+            self.remove_locked(bucket, namespace, name, existing, wake)
         return None
 
     def _api_service_availability(self, svc: JSONDict, now: str) -> None:
@@ -614,6 +644,8 @@ class WriteRules:
         policy: PropagationPolicy | None,
         orphan_dependents: bool | None,
         wake: list[anyio.Event],
+        *,
+        dry_run: bool = False,
     ) -> JSONDict | None:
         """The namespace registry's DELETE (item 90); None means "go on with the
         generic DELETE" (the namespace is terminating and already finalized)."""
@@ -644,6 +676,8 @@ class WriteRules:
             status = dict(updated.get("status") or {})
             status["phase"] = "Terminating"
             updated["status"] = status
+            if dry_run:
+                return updated
             return self._storage.store_locked(bucket, "MODIFIED", updated, wake)
         if self._namespace_held(bucket, existing):
             return existing

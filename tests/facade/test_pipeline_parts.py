@@ -15,7 +15,7 @@ import pytest
 
 from ownergc._kit.http import Request, ServerConnection
 from ownergc.errors import APIError, BadRequest, Forbidden, NotFound, UnsupportedPatchType
-from ownergc.protocols import APIResource, JSONDict
+from ownergc.protocols import APIResource, JSONDict, PatchType
 from ownergc_backends.memory import InMemoryStore
 from ownergc_backends.memory._apiserver import admission as admission_mod
 from ownergc_backends.memory._apiserver.admission import AdmissionAttributes, AdmissionChain
@@ -63,6 +63,9 @@ from ownergc_backends.memory._pages import ContinuePages
 from ownergc_backends.memory._tables import printer_for
 
 CM = "/api/v1/namespaces/default/configmaps"
+_CM_RESOURCE = APIResource(
+    group="", version="v1", resource="configmaps", kind="ConfigMap", namespaced=True
+)
 
 
 def _request(
@@ -314,22 +317,18 @@ def test_default_seams_refuse_apply_and_dry_run_as_before() -> None:
 
 def test_empty_openapi_serves_v2_only() -> None:
     service = EmptyOpenAPI()
-
-    async def main() -> None:
-        v2 = await service.serve(_request("GET", "/openapi/v2"), "/openapi/v2")
-        assert v2 is not None and v2.status == 200
-        proto = await service.serve(
-            _request(
-                "GET",
-                "/openapi/v2",
-                headers={"accept": "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"},
-            ),
+    v2 = service.serve(_request("GET", "/openapi/v2"), "/openapi/v2")
+    assert v2 is not None and v2.status == 200
+    proto = service.serve(
+        _request(
+            "GET",
             "/openapi/v2",
-        )
-        assert proto is not None and ("Content-Type", "application/octet-stream") in proto.headers
-        assert await service.serve(_request("GET", "/openapi/v3"), "/openapi/v3") is None
-
-    _run(main)
+            headers={"accept": "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"},
+        ),
+        "/openapi/v2",
+    )
+    assert proto is not None and ("Content-Type", "application/octet-stream") in proto.headers
+    assert service.serve(_request("GET", "/openapi/v3"), "/openapi/v3") is None
 
 
 def test_an_admission_chain_mutates_then_validates_every_write() -> None:
@@ -382,6 +381,51 @@ def test_an_admission_chain_mutates_then_validates_every_write() -> None:
     assert delete.old_obj is not None and delete.obj is None
     assert all(a.user == ANONYMOUS and a.dry_run is False for a in seen)
     assert [verb for verb, _ in written] == ["create", "update", "delete"]
+
+
+def test_a_patch_reaches_admission_as_the_patched_object_and_reruns_when_raced() -> None:
+    """The patch handler computes the patched object first (admission sees it, and the
+    object before it); if another writer gets in between, the patch is applied again
+    to the new state, so neither write is lost."""
+    seen: list[AdmissionAttributes] = []
+    store = InMemoryStore()
+
+    class RaceOnce:
+        async def admit(self, attrs: AdmissionAttributes) -> JSONDict | None:
+            seen.append(attrs)
+            if attrs.operation == "UPDATE" and len(seen) == 2:
+                # Someone else writes the object while this patch is in admission.
+                await store.patch(
+                    _CM_RESOURCE,
+                    "a",
+                    {"data": {"other": "x"}},
+                    patch_type=PatchType.MERGE,
+                    namespace="default",
+                )
+            return attrs.obj
+
+    router, written = _parts(store, AdmissionChain([RaceOnce()]))
+
+    async def main() -> JSONDict:
+        await router(_ctx(_request("POST", CM, _cm("a"))))
+        patch = _request(
+            "PATCH",
+            f"{CM}/a",
+            {"data": {"k": "w"}},
+            {"content-type": "application/merge-patch+json"},
+        )
+        return _body(await router(_ctx(patch)))  # type: ignore[no-any-return]
+
+    patched = _run(main)
+    assert patched["data"] == {"k": "w", "other": "x"}
+    first, second = seen[1], seen[2]
+    assert first.obj is not None and first.obj["data"] == {"k": "w"}
+    assert first.old_obj is not None and first.old_obj["data"] == {"k": "v"}
+    assert second.obj is not None and second.obj["data"] == {"k": "w", "other": "x"}
+    assert first.patch == {"data": {"k": "w"}}
+    assert [verb for verb, _ in written] == ["create", "patch"]
+    # The store saw the racing writer's patch, the raced write, and the retried one.
+    assert store.request_count("patch") == 3
 
 
 def test_admission_module_documents_its_order() -> None:

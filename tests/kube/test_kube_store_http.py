@@ -520,6 +520,31 @@ async def test_rate_limit_spaces_requests(server: KubeAPIServer, mem: InMemorySt
             assert server.request_count("get") - before == 13
 
 
+async def test_watches_take_no_token(server: KubeAPIServer, mem: InMemoryStore) -> None:
+    """client-go does not rate limit watches (one long request each): opening many
+    watches waits for no token, and leaves the bucket to the other requests."""
+    t = FakeTime()
+    bucket = TokenBucket(10, 1, clock=t.clock, sleep=t.sleep)
+    r = res(mem, "v1", "ConfigMap")
+    async with kube_store_for(server, rate_limiter=bucket) as kube:
+        listed = await kube.list(r)  # the burst's one token
+        for _ in range(5):
+            events = kube.watch(r, resource_version=listed.resource_version, timeout_seconds=1)
+            async with anyio.create_task_group() as tg:
+
+                async def first(events: Any = events) -> None:
+                    async for _ in events:
+                        break
+
+                tg.start_soon(first)
+                await anyio.sleep(0.05)
+                await cm(mem, f"w{_}")
+        assert kube.request_counts["watch"] == 5
+        assert bucket.throttled == 0 and t.slept == 0
+        await kube.list(r)
+        assert bucket.throttled == 1  # the next non-watch request waits as before
+
+
 async def test_request_counts_match_the_server(
     server: KubeAPIServer, mem: InMemoryStore, kube: KubeStore
 ) -> None:

@@ -8,14 +8,15 @@ replace the object; validating plugins then see the final object and may only
 refuse (by raising an :class:`~ownergc.errors.APIError`, which the client gets
 as a Status).
 
-No plugin exists yet: the default chain is empty, which is today's behaviour
-(no admission). With an empty chain the handlers skip fetching the old
-object, so the store sees exactly the calls it saw before the seam existed.
+An empty chain is no admission at all; the facade's default chain has the
+admission webhook plugins (:mod:`.webhookadmission`), which want the old
+object only while a webhook configuration exists. When no plugin wants it the
+handlers skip fetching the old object, so the store sees exactly the calls it
+saw before the seam existed.
 
-For PATCH the store applies the patch, so ``obj`` is None and ``patch`` /
-``patch_type`` carry the request; a plugin that needs the patched object
-needs the handler to apply the patch itself first (``_patch.py`` has the
-functions) and write the result as an update.
+For PATCH the handler applies the patch first, so ``obj`` is the patched
+object, ``old_obj`` the object it was computed from, and ``patch`` /
+``patch_type`` carry the request as sent.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ class AdmissionAttributes:
     namespace: str | None
     name: str | None
     subresource: str | None
-    #: The object to write (None for a delete, and for a patch: see the module doc).
+    #: The object to write (None for a delete; for a patch, the patched object).
     obj: JSONDict | None
     #: The object before the write, when a plugin asked for it (``wants_old_object``).
     old_obj: JSONDict | None
@@ -57,13 +58,21 @@ class AdmissionAttributes:
     options: JSONDict = dataclasses.field(default_factory=dict)
     patch: Any = None
     patch_type: PatchType | None = None
+    #: The request's warnings (``RequestContext.warnings``): plugins append what the
+    #: client is to see as ``Warning`` headers.
+    warnings: list[str] = dataclasses.field(default_factory=list)
 
     def with_object(self, obj: JSONDict | None) -> AdmissionAttributes:
         return dataclasses.replace(self, obj=obj)
 
 
 class MutatingAdmission(Protocol):
-    """May change the object to write: returns the object to go on with."""
+    """May change the object to write: returns the object to go on with.
+
+    A plugin may also have a ``wants_old_object`` attribute saying whether it
+    needs the old object now (say, only while some configuration exists); a
+    plugin without one always gets it.
+    """
 
     async def admit(self, attrs: AdmissionAttributes) -> JSONDict | None: ...
 
@@ -87,8 +96,10 @@ class AdmissionChain:
 
     @property
     def wants_old_object(self) -> bool:
-        """Whether handlers must read the object before writing (any plugin at all)."""
-        return bool(self.mutating or self.validating)
+        """Whether handlers must read the object before writing: when some plugin
+        wants it (a plugin that does not say always does)."""
+        plugins: list[object] = [*self.mutating, *self.validating]
+        return any(getattr(plugin, "wants_old_object", True) for plugin in plugins)
 
     async def admit(self, attrs: AdmissionAttributes) -> AdmissionAttributes:
         """Run the chain; the attributes with the object the write should store."""

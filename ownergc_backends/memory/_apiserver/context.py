@@ -3,7 +3,7 @@ handler interface every stage implements, and the resolved resource route."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from ownergc._kit.http import Request
@@ -53,6 +53,8 @@ class RequestContext:
     request: Request
     info: RequestInfo
     user: UserInfo = ANONYMOUS
+    #: Warnings for the client (admission webhooks'), sent as ``Warning: 299`` headers.
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,40 +15,65 @@ from .context import no_route
 __all__ = ["Discovery"]
 
 _SHORT_NAMES: Final[dict[tuple[str, str], list[str]]] = {
+    # As a 1.24 kube-apiserver's discovery lists them (tests/data/real-apiserver-1.24).
+    ("", "componentstatuses"): ["cs"],
+    ("", "configmaps"): ["cm"],
+    ("", "endpoints"): ["ep"],
+    ("", "events"): ["ev"],
+    ("", "limitranges"): ["limits"],
     ("", "namespaces"): ["ns"],
     ("", "nodes"): ["no"],
-    ("", "pods"): ["po"],
-    ("", "configmaps"): ["cm"],
-    ("", "services"): ["svc"],
-    ("", "serviceaccounts"): ["sa"],
-    ("", "replicationcontrollers"): ["rc"],
     ("", "persistentvolumeclaims"): ["pvc"],
     ("", "persistentvolumes"): ["pv"],
-    ("", "events"): ["ev"],
+    ("", "pods"): ["po"],
+    ("", "replicationcontrollers"): ["rc"],
+    ("", "resourcequotas"): ["quota"],
+    ("", "serviceaccounts"): ["sa"],
+    ("", "services"): ["svc"],
+    ("apiextensions.k8s.io", "customresourcedefinitions"): ["crd", "crds"],
+    ("apps", "daemonsets"): ["ds"],
     ("apps", "deployments"): ["deploy"],
     ("apps", "replicasets"): ["rs"],
-    ("apps", "daemonsets"): ["ds"],
     ("apps", "statefulsets"): ["sts"],
+    ("autoscaling", "horizontalpodautoscalers"): ["hpa"],
     ("batch", "cronjobs"): ["cj"],
+    ("certificates.k8s.io", "certificatesigningrequests"): ["csr"],
     ("events.k8s.io", "events"): ["ev"],
-    ("apiextensions.k8s.io", "customresourcedefinitions"): ["crd", "crds"],
+    ("networking.k8s.io", "ingresses"): ["ing"],
+    ("networking.k8s.io", "networkpolicies"): ["netpol"],
+    ("policy", "poddisruptionbudgets"): ["pdb"],
+    ("scheduling.k8s.io", "priorityclasses"): ["pc"],
+    ("storage.k8s.io", "storageclasses"): ["sc"],
 }
 
 
-#: ``kubectl get all`` expands the "all" category.
-_ALL_CATEGORY: Final = frozenset(
-    {
-        ("", "pods"),
-        ("", "services"),
-        ("", "replicationcontrollers"),
-        ("apps", "deployments"),
-        ("apps", "replicasets"),
-        ("apps", "daemonsets"),
-        ("apps", "statefulsets"),
-        ("batch", "jobs"),
-        ("batch", "cronjobs"),
-    }
-)
+#: Resource categories: ``kubectl get all`` expands "all"; "api-extensions" as recorded.
+_CATEGORIES: Final[dict[tuple[str, str], list[str]]] = {
+    **{
+        key: ["all"]
+        for key in (
+            ("", "pods"),
+            ("", "services"),
+            ("", "replicationcontrollers"),
+            ("apps", "deployments"),
+            ("apps", "replicasets"),
+            ("apps", "daemonsets"),
+            ("apps", "statefulsets"),
+            ("autoscaling", "horizontalpodautoscalers"),
+            ("batch", "jobs"),
+            ("batch", "cronjobs"),
+        )
+    },
+    **{
+        key: ["api-extensions"]
+        for key in (
+            ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
+            ("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
+            ("apiextensions.k8s.io", "customresourcedefinitions"),
+            ("apiregistration.k8s.io", "apiservices"),
+        )
+    },
+}
 
 
 class Discovery:
@@ -148,19 +173,29 @@ class Discovery:
             short = _SHORT_NAMES.get((r.group, r.resource))
             if short:
                 entry["shortNames"] = short
-            if (r.group, r.resource) in _ALL_CATEGORY:
-                entry["categories"] = ["all"]
+            categories = _CATEGORIES.get((r.group, r.resource))
+            if categories:
+                entry["categories"] = categories
             entries.append(entry)
             for sub in sorted(self.store.subresources_of(r)):
-                entries.append(
-                    {
-                        "name": f"{r.resource}/{sub}",
-                        "singularName": "",
-                        "namespaced": r.namespaced,
-                        "kind": r.kind if sub == "status" else "Scale",
-                        "verbs": ["get", "patch", "update"],
-                        **({"group": "autoscaling", "version": "v1"} if sub == "scale" else {}),
-                    }
-                )
+                entries.append(_subresource_entry(r, sub))
         body = {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv}
         return _json_response(200, {**body, "resources": entries})
+
+
+def _subresource_entry(resource: APIResource, sub: str) -> JSONDict:
+    """A subresource's discovery entry; scale and token are other kinds of other groups."""
+    entry: JSONDict = {
+        "name": f"{resource.resource}/{sub}",
+        "singularName": "",
+        "namespaced": resource.namespaced,
+        "kind": resource.kind,
+        "verbs": ["get", "patch", "update"],
+    }
+    if sub == "scale":
+        entry.update(group="autoscaling", version="v1", kind="Scale")
+    elif sub == "token":
+        entry.update(
+            group="authentication.k8s.io", version="v1", kind="TokenRequest", verbs=["create"]
+        )
+    return entry

@@ -6,7 +6,7 @@ Two calls, both made by the REST handlers:
 * :meth:`FieldManager.on_write` for every create, update and patch, with the
   write's admission attributes (after admission) and the manager's name;
   it returns the object to store (with ``metadata.managedFields`` brought up
-  to date). For a patch ``attrs.obj`` is None (see :mod:`.admission`).
+  to date). For a patch ``attrs.obj`` is the patched object.
 * :meth:`FieldManager.apply` for a PATCH with ``application/apply-patch+yaml``
   (server-side apply); it returns the object as stored.
 

@@ -17,7 +17,7 @@ from .context import Handler, RequestContext, WatchPlan
 from .requestinfo import request_info
 from .watch import WatchStreamer
 
-__all__ = ["ConnectionServer"]
+__all__ = ["ConnectionServer", "warning_headers"]
 
 log = logging.getLogger("ownergc.memory.http")
 
@@ -28,6 +28,27 @@ def _log_request(request: Request, status: int, started: float, note: str = "") 
         ms = (time.monotonic() - started) * 1000
         suffix = f" ({note})" if note else ""
         log.info("%s %s %d %.1fms%s", request.method, request.target, status, ms, suffix)
+
+
+#: kube-apiserver's cap on one warning's text, in bytes.
+_WARNING_LIMIT = 4 * 1024
+
+
+def warning_headers(warnings: list[str]) -> list[tuple[str, str]]:
+    """``Warning: 299 - "<text>"`` headers as kube-apiserver writes them (RFC 7234 code 299,
+    agent ``-``): once per distinct text, quotes and backslashes escaped, control
+    characters dropped, each text cut to 4 KiB; kubectl prints ``Warning: <text>``."""
+    headers: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for text in warnings:
+        clean = "".join(c if c.isprintable() else " " for c in text).strip()
+        clean = clean.encode()[:_WARNING_LIMIT].decode(errors="ignore")
+        if not clean or clean in seen:
+            continue
+        seen.add(clean)
+        escaped = clean.replace("\\", "\\\\").replace('"', '\\"')
+        headers.append(("Warning", f'299 - "{escaped}"'))
+    return headers
 
 
 class ConnectionServer:
@@ -69,7 +90,8 @@ class ConnectionServer:
         started = time.monotonic()
         keep_alive = request.keep_alive
         info = request_info(request.method, request.path, request.query)
-        reply = await self.chain(RequestContext(request, info))
+        ctx = RequestContext(request, info)
+        reply = await self.chain(ctx)
         if isinstance(reply, WatchPlan):
             _log_request(request, 200, started, "watch opened")
             try:
@@ -77,5 +99,7 @@ class ConnectionServer:
             finally:
                 _log_request(request, 200, started, "watch closed")
         _log_request(request, reply.status, started)
+        if ctx.warnings:
+            reply.headers.extend(warning_headers(ctx.warnings))
         await connection.respond(reply.status, reply.headers, reply.body, keep_alive=keep_alive)
         return keep_alive

@@ -32,7 +32,7 @@ from .._pages import ContinuePages, limit_of
 from .._printing import _partial, _table
 from .._selectors import _filter_from
 from .._tables import Printer
-from ..store import InMemoryStore
+from ..store import InMemoryStore, PatchRaced
 from .admission import AdmissionAttributes, AdmissionChain
 from .context import Reply, RequestContext, ResourceRoute
 from .dryrun import DryRunPolicy
@@ -140,7 +140,12 @@ class WriteHooks:
     def __init__(self, hooks: list[WriteHook]) -> None:
         self.hooks = hooks
 
-    async def run(self, verb: str, resource: APIResource, obj: JSONDict) -> None:
+    async def run(
+        self, verb: str, resource: APIResource, obj: JSONDict, *, dry_run: bool = False
+    ) -> None:
+        """Run the hooks, unless the write was a dry run (nothing was written)."""
+        if dry_run:
+            return
         for hook in list(self.hooks):
             await hook(verb, resource, obj)
 
@@ -183,6 +188,7 @@ class WriteSteps:
             options=options or {},
             patch=patch,
             patch_type=patch_type,
+            warnings=ctx.warnings,
         )
         return await self.admission.admit(attrs)
 
@@ -222,6 +228,8 @@ def delete_options(request: Request) -> JSONDict:
             )
         return options
     options = {}
+    if "dryRun" in request.query:
+        options["dryRun"] = request.query["dryRun"]
     policy = request.param("propagationPolicy")
     if policy is not None:
         options["propagationPolicy"] = policy
@@ -298,13 +306,17 @@ class CreateHandler:
     async def __call__(self, ctx: RequestContext, route: ResourceRoute) -> Reply:
         request = ctx.request
         target = _accepts(request)
-        dry_run = self.writes.dry_run.dry_run(request.query.get("dryRun"))
+        dry_run = self.writes.dry_run.dry_run(
+            request.query.get("dryRun"), options_kind="CreateOptions"
+        )
         body = object_body(request, "the object to create")
         attrs = await self.writes.admit(ctx, "CREATE", route, body, dry_run=dry_run)
         # The body as sent (the store answers a non-object with its own 400/422).
         obj: Any = self.writes.fields.on_write(attrs, manager_name(request))
-        created = await self.store.create(route.resource, obj, namespace=route.namespace)
-        await self.writes.hooks.run("create", route.resource, created)
+        created = await self.store.create(
+            route.resource, obj, namespace=route.namespace, dry_run=dry_run
+        )
+        await self.writes.hooks.run("create", route.resource, created, dry_run=dry_run)
         return _json_response(201, self.renderer.one(request, created, target, route))
 
 
@@ -317,7 +329,9 @@ class UpdateHandler:
     async def __call__(self, ctx: RequestContext, route: ResourceRoute) -> Reply:
         request = ctx.request
         target = _accepts(request)
-        dry_run = self.writes.dry_run.dry_run(request.query.get("dryRun"))
+        dry_run = self.writes.dry_run.dry_run(
+            request.query.get("dryRun"), options_kind="UpdateOptions"
+        )
         body = object_body(request, "the object to update")
         assert route.name is not None
         if isinstance(body, dict):
@@ -341,14 +355,25 @@ class UpdateHandler:
             obj,
             namespace=route.namespace,
             subresource=route.subresource,
+            dry_run=dry_run,
         )
-        await self.writes.hooks.run("update", route.resource, updated)
+        await self.writes.hooks.run("update", route.resource, updated, dry_run=dry_run)
         return _json_response(200, self.renderer.one(request, updated, target, route))
 
 
 class PatchHandler:
-    """JSON, merge and strategic-merge patches (the store applies them); server-side
-    apply goes to the field manager."""
+    """JSON, merge and strategic-merge patches; server-side apply goes to the field
+    manager.
+
+    As kube-apiserver's patcher does, the handler computes the patched object
+    itself (:meth:`InMemoryStore.patched`), so admission and the field manager
+    see the object about to be stored, then writes it as an update guarded by
+    the resourceVersion it was computed from; if the object moved meanwhile
+    the patch is applied again to the new state.
+    """
+
+    #: Attempts before a patch that keeps racing other writers is answered 409.
+    attempts: Final = 5
 
     def __init__(self, store: InMemoryStore, renderer: ObjectRenderer, writes: WriteSteps) -> None:
         self.store = store
@@ -358,37 +383,64 @@ class PatchHandler:
     async def __call__(self, ctx: RequestContext, route: ResourceRoute) -> Reply:
         request = ctx.request
         target = _accepts(request)
-        dry_run = self.writes.dry_run.dry_run(request.query.get("dryRun"))
+        dry_run = self.writes.dry_run.dry_run(
+            request.query.get("dryRun"), options_kind="PatchOptions"
+        )
         content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if content_type == APPLY_PATCH:
             applied = await self.writes.fields.apply(request, route, user=ctx.user, dry_run=dry_run)
-            await self.writes.hooks.run("patch", route.resource, applied)
+            await self.writes.hooks.run("patch", route.resource, applied, dry_run=dry_run)
             return _json_response(200, self.renderer.one(request, applied, target, route))
         patch_type = PATCH_TYPES.get(content_type)
         if patch_type is None:
             raise unsupported_patch_type(content_type)
         document = _json_body(request.body, "the patch")
-        assert route.name is not None
-        await self.writes.admit(
-            ctx,
-            "UPDATE",
-            route,
-            None,
-            dry_run=dry_run,
-            old=_old_object(self.store, route),
-            patch=document,
-            patch_type=patch_type,
-        )
-        patched = await self.store.patch(
-            route.resource,
-            route.name,
-            document,
-            patch_type=patch_type,
-            namespace=route.namespace,
-            subresource=route.subresource,
-        )
-        await self.writes.hooks.run("patch", route.resource, patched)
+        patched = await self._patch(ctx, route, document, patch_type, dry_run=dry_run)
+        await self.writes.hooks.run("patch", route.resource, patched, dry_run=dry_run)
         return _json_response(200, self.renderer.one(request, patched, target, route))
+
+    async def _patch(
+        self,
+        ctx: RequestContext,
+        route: ResourceRoute,
+        document: Any,
+        patch_type: PatchType,
+        *,
+        dry_run: bool,
+    ) -> JSONDict:
+        assert route.name is not None
+        for attempt in range(self.attempts):
+            current, result = await self.store.patched(
+                route.resource,
+                route.name,
+                document,
+                patch_type=patch_type,
+                namespace=route.namespace,
+            )
+            attrs = await self.writes.admit(
+                ctx,
+                "UPDATE",
+                route,
+                result,
+                dry_run=dry_run,
+                old=_known(current),
+                patch=document,
+                patch_type=patch_type,
+            )
+            obj: Any = self.writes.fields.on_write(attrs, manager_name(ctx.request))
+            try:
+                return await self.store.update(
+                    route.resource,
+                    obj,
+                    namespace=route.namespace,
+                    subresource=route.subresource,
+                    patched_from=(current.get("metadata") or {}).get("resourceVersion"),
+                    dry_run=dry_run,
+                )
+            except PatchRaced:
+                if attempt == self.attempts - 1:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _preconditions(options: JSONDict) -> Preconditions | None:
@@ -410,7 +462,9 @@ class DeleteHandler:
         request = ctx.request
         target = _accepts(request)
         options = delete_options(request)
-        dry_run = self.writes.dry_run.dry_run(request.query.get("dryRun"), options.get("dryRun"))
+        dry_run = self.writes.dry_run.dry_run(
+            None, options.get("dryRun"), options_kind="DeleteOptions"
+        )
         preconditions = _preconditions(options)
         orphan = options.get("orphanDependents")
         assert route.name is not None
@@ -430,8 +484,9 @@ class DeleteHandler:
             propagation_policy=options.get("propagationPolicy"),
             preconditions=preconditions,
             orphan_dependents=orphan,
+            dry_run=dry_run,
         )
-        await self.writes.hooks.run("delete", route.resource, obj)
+        await self.writes.hooks.run("delete", route.resource, obj, dry_run=dry_run)
         resource = route.resource
         if removed and (resource.group, resource.resource) not in _RETURN_DELETED_OBJECT:
             meta = obj.get("metadata") or {}
@@ -447,6 +502,8 @@ class DeleteHandler:
                     "uid": meta.get("uid", ""),
                 },
             }
+            if not resource.group:  # omitempty, as the real server writes it
+                del status["details"]["group"]
             return _json_response(200, status)
         # 202 only when the object remains and the client asked for cascading
         # through the deprecated orphanDependents=false (kube-apiserver's rule).
@@ -464,7 +521,9 @@ class DeleteCollectionHandler:
     async def __call__(self, ctx: RequestContext, route: ResourceRoute) -> Reply:
         request = ctx.request
         options = delete_options(request)
-        dry_run = self.writes.dry_run.dry_run(request.query.get("dryRun"), options.get("dryRun"))
+        dry_run = self.writes.dry_run.dry_run(
+            None, options.get("dryRun"), options_kind="DeleteOptions"
+        )
         selector = _filter_from(request)
         listed = await self.store.list(route.resource, namespace=route.namespace)
         items = []
@@ -489,10 +548,11 @@ class DeleteCollectionHandler:
                     namespace=meta.get("namespace"),
                     propagation_policy=options.get("propagationPolicy"),
                     orphan_dependents=options.get("orphanDependents"),
+                    dry_run=dry_run,
                 )
             except NotFound:
                 continue
-            await self.writes.hooks.run("delete", route.resource, obj)
+            await self.writes.hooks.run("delete", route.resource, obj, dry_run=dry_run)
             items.append(obj)
         body = {
             "kind": f"{route.resource.kind}List",

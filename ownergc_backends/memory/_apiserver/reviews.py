@@ -1,4 +1,9 @@
-"""POST of a review kind (access reviews, SelfSubjectReview): answered, never stored."""
+"""POSTs of the review kinds (``kubectl auth can-i``, ``auth whoami``): answered, never stored.
+
+The answers come from :mod:`.._reviews` (an allow-all server's, saying so in
+their reason); the user a SelfSubjectReview reports is the one the
+authentication stage put on the request.
+"""
 
 from __future__ import annotations
 
@@ -12,19 +17,28 @@ __all__ = ["ReviewHandler"]
 
 
 class ReviewHandler:
-    """Answers the review in the request body as an allow-all server would (201, as
-    kube-apiserver answers a create); the user is the one authentication found."""
+    """``create`` of SelfSubjectAccessReview, SelfSubjectRulesReview, (Local)SubjectAccessReview
+    and SelfSubjectReview: 201 with the review and its status."""
 
     async def __call__(self, ctx: RequestContext, route: ResourceRoute) -> Reply:
-        resource = route.resource
-        body = object_body(ctx.request, f"the {resource.kind}")
+        body = object_body(ctx.request, "the review")
         if not isinstance(body, dict):
-            raise BadRequest(f"the {resource.kind} is not a JSON object", reason="BadRequest")
-        user = ctx.user
-        user_info = {"username": user.name, "groups": list(user.groups)}
-        if user.uid:
-            user_info["uid"] = user.uid
-        answer = answer_review(resource.group, resource.version, resource.resource, body, user_info)
+            raise BadRequest("the review must be a JSON object", reason="BadRequest")
+        resource = route.resource
         if route.namespace is not None:
-            answer["metadata"].setdefault("namespace", route.namespace)
+            # LocalSubjectAccessReview: the namespace of the URL is the one asked about.
+            spec = body.get("spec") or {}
+            attributes = spec.get("resourceAttributes") if isinstance(spec, dict) else None
+            if isinstance(attributes, dict) and attributes.get("namespace", route.namespace) != (
+                route.namespace
+            ):
+                raise BadRequest(
+                    f"spec.resourceAttributes.namespace must match the URL's namespace "
+                    f"({route.namespace})",
+                    reason="BadRequest",
+                )
+        user = {"username": ctx.user.name, "groups": list(ctx.user.groups)}
+        if ctx.user.uid:
+            user["uid"] = ctx.user.uid
+        answer = answer_review(resource.group, resource.version, resource.resource, body, user)
         return _json_response(201, answer)

@@ -10,7 +10,7 @@ verb's REST handler.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ownergc.errors import MethodNotAllowed, NotFound, RESTMappingError
 
@@ -25,7 +25,6 @@ from .fieldvalidation import FieldValidation, with_warnings
 from .openapi import OpenAPIService
 from .requestinfo import RequestInfo
 from .rest import RESTHandler
-from .reviews import ReviewHandler
 
 __all__ = [
     "NonResourceRoutes",
@@ -35,7 +34,7 @@ __all__ = [
 ]
 
 _ROOT_PATHS = ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/version"]
-_SUBRESOURCES = ("status", "scale")
+_SUBRESOURCES = ("status", "scale", "token")
 
 
 class NonResourceRoutes:
@@ -54,7 +53,7 @@ class NonResourceRoutes:
         if head == "version" and len(info.segments) == 1:
             return _json_response(200, SERVER_VERSION)
         if head == "openapi":
-            response = await self.openapi.serve(ctx.request, info.path)
+            response = self.openapi.serve(ctx.request, info.path)
             if response is not None:
                 return response
         raise no_route()
@@ -104,7 +103,12 @@ def _not_allowed(method: str) -> MethodNotAllowed:
 
 @dataclass(frozen=True, slots=True)
 class RESTDispatcher:
-    """Which REST handler serves a method on a route (a table of the handlers)."""
+    """Which REST handler serves a method on a route (a table of the handlers).
+
+    ``review`` answers the POSTs of the review kinds (never stored) and
+    ``token`` the ``serviceaccounts/token`` subresource; without them those
+    routes are 405s and 404s.
+    """
 
     get: RESTHandler
     list: RESTHandler
@@ -115,19 +119,26 @@ class RESTDispatcher:
     delete: RESTHandler
     deletecollection: RESTHandler
     scale: RESTHandler
-    review: RESTHandler = field(default_factory=ReviewHandler)
+    review: RESTHandler | None = None
+    token: RESTHandler | None = None
 
     def handler_for(self, ctx: RequestContext, route: ResourceRoute) -> RESTHandler:
         method = ctx.request.method
         read = method in ("GET", "HEAD")
+        if route.subresource == "token":
+            if self.token is None:
+                raise no_route()
+            if method != "POST":
+                raise _not_allowed(method)
+            return self.token
         if route.subresource is not None and method not in ("GET", "HEAD", "PUT", "PATCH"):
             raise _not_allowed(method)
         if route.subresource == "scale":
             return self.scale
-        if is_review(route.resource.group, route.resource.resource):
-            if method == "POST" and route.name is None:
-                return self.review
-            raise _not_allowed(method)
+        if self.review is not None and is_review(route.resource.group, route.resource.resource):
+            if method != "POST" or route.name is not None:
+                raise _not_allowed(method)
+            return self.review
         if route.name is None:
             if read:
                 return self.watch if query_flag(ctx.request, "watch") else self.list

@@ -24,6 +24,9 @@ from .context import Reply, RequestContext, ResourceRoute, WatchPlan
 
 __all__ = ["OpenWatches", "WatchHandler", "WatchSource", "WatchStreamer"]
 
+#: Bytes of a watch-list's initial ADDED events sent as one chunk.
+_INITIAL_CHUNK = 256 * 1024
+
 
 class WatchSource(Protocol):
     """Where events come from: the store, or a wrapper of it that scripts faults."""
@@ -193,9 +196,19 @@ class WatchStreamer:
             listed = await self.store.list(
                 route.resource, namespace=route.namespace, metadata_only=metadata_only
             )
+            # Many events to one chunk: a chunk per event was a write per object.
+            batch: list[bytes] = []
+            size = 0
             for obj in listed.items:
                 if selector.matches(obj):
-                    await writer.send_chunk(self._event_line(state, "ADDED", obj))
+                    line = self._event_line(state, "ADDED", obj)
+                    batch.append(line)
+                    size += len(line)
+                    if size >= _INITIAL_CHUNK:
+                        await writer.send_chunk(b"".join(batch))
+                        batch, size = [], 0
+            if batch:
+                await writer.send_chunk(b"".join(batch))
             rv = listed.resource_version
             await writer.send_chunk(self._bookmark(plan, rv, initial_events_end=True))
         state.resource_version = rv
