@@ -150,6 +150,35 @@ def _path_to_v3(item: JSONDict) -> JSONDict:
     return out
 
 
+#: The write parameter 1.25+ servers publish (the recorded 1.24 document predates it);
+#: kubectl sends ``fieldValidation=Strict`` only to servers whose document names it.
+FIELD_VALIDATION_PARAMETER: Final[JSONDict] = {
+    "uniqueItems": True,
+    "type": "string",
+    "description": (
+        "fieldValidation instructs the server on how to handle objects in the request "
+        "(POST/PUT/PATCH) containing unknown or duplicate fields. Valid values are: "
+        "Ignore, Warn (the default), Strict."
+    ),
+    "name": "fieldValidation",
+    "in": "query",
+}
+
+
+def _with_field_validation(item: JSONDict) -> JSONDict:
+    """A path item whose writes (post, put, patch) take ``fieldValidation`` (a copy)."""
+    out = dict(item)
+    for verb in ("post", "put", "patch"):
+        operation = item.get(verb)
+        if not isinstance(operation, dict):
+            continue
+        parameters = list(operation.get("parameters") or [])
+        if not any(p.get("name") == "fieldValidation" for p in parameters):
+            parameters.append(FIELD_VALIDATION_PARAMETER)
+        out[verb] = {**operation, "parameters": parameters}
+    return out
+
+
 class OpenAPIDocuments:
     """The published documents, rebuilt only when the set of CRDs changes."""
 
@@ -215,8 +244,14 @@ class OpenAPIDocuments:
                 v3_paths, v3_schemas = v3_extra.setdefault(gv, ({}, {}))
                 v3_paths.update(crd_paths)
                 v3_schemas[name] = schema
+        paths = {path: _with_field_validation(item) for path, item in paths.items()}
+        for gv, (v3_paths, v3_schemas) in v3_extra.items():
+            v3_extra[gv] = (
+                {path: _with_field_validation(item) for path, item in v3_paths.items()},
+                v3_schemas,
+            )
         self._v2 = {**base, "paths": paths, "definitions": definitions}
-        self._v3 = self._build_v3(base, v3_extra)
+        self._v3 = self._build_v3({**base, "paths": paths}, v3_extra)
         self._hashes = {
             gv: hashlib.sha512(json.dumps(doc, sort_keys=True).encode()).hexdigest().upper()
             for gv, doc in self._v3.items()

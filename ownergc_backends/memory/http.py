@@ -52,6 +52,7 @@ from ._apiserver.discovery import Discovery
 from ._apiserver.dryrun import AcceptDryRun, DryRunPolicy
 from ._apiserver.faults import StoreWrapper, gate_for, memory_store_behind
 from ._apiserver.fieldmanager import FieldManager, NoFieldManagement
+from ._apiserver.fieldvalidation import FieldValidation
 from ._apiserver.filters import (
     AnonymousAuthenticator,
     Authentication,
@@ -176,6 +177,7 @@ class KubeAPIServer:
                 review=ReviewHandler(),
                 token=TokenRequestHandler(self.store),
             ),
+            FieldValidation(self.store),
         )
         chain: Handler = RequestLog(
             StatusErrors(Authentication(router, authenticator or AnonymousAuthenticator())),

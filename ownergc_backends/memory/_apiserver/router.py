@@ -21,6 +21,7 @@ from ..store import InMemoryStore
 from .context import Reply, RequestContext, ResourceRoute, no_route
 from .discovery import Discovery
 from .faults import RequestGate
+from .fieldvalidation import FieldValidation, with_warnings
 from .openapi import OpenAPIService
 from .requestinfo import RequestInfo
 from .rest import RESTHandler
@@ -167,12 +168,14 @@ class Router:
         resolver: ResourceResolver,
         gate: RequestGate,
         rest: RESTDispatcher,
+        fields: FieldValidation | None = None,
     ) -> None:
         self.nonresource = nonresource
         self.discovery = discovery
         self.resolver = resolver
         self.gate = gate
         self.rest = rest
+        self.fields = fields
 
     async def __call__(self, ctx: RequestContext) -> Reply:
         request, info = ctx.request, ctx.info
@@ -207,4 +210,7 @@ class Router:
         route = self.resolver.resolve(info)
         await self.gate.admit(info.verb, route.resource, route.name)
         handler = self.rest.handler_for(ctx, route)
-        return await handler(ctx, route)
+        if self.fields is None or route.subresource is not None or handler is self.rest.review:
+            return await handler(ctx, route)
+        warnings = self.fields.check(ctx, route.resource)
+        return with_warnings(await handler(ctx, route), warnings)
