@@ -51,7 +51,7 @@ from ._apiserver.context import Handler
 from ._apiserver.discovery import Discovery
 from ._apiserver.dryrun import AcceptDryRun, DryRunPolicy
 from ._apiserver.faults import StoreWrapper, gate_for, memory_store_behind
-from ._apiserver.fieldmanager import FieldManager, NoFieldManagement
+from ._apiserver.fieldmanager import FieldManager
 from ._apiserver.filters import (
     AnonymousAuthenticator,
     Authentication,
@@ -62,6 +62,7 @@ from ._apiserver.filters import (
     RequestRecorder,
     StatusErrors,
 )
+from ._apiserver.managedfields import ManagedFields
 from ._apiserver.openapi import OpenAPIService, PublishedOpenAPI
 from ._apiserver.responses import ConnectionServer
 from ._apiserver.rest import (
@@ -117,7 +118,8 @@ class KubeAPIServer:
 
     The keyword-only seams (``authenticator``, ``admission``, ``field_manager``,
     ``dry_run``, ``openapi``) default to today's behaviour: anonymous requests,
-    no admission plugins, no managedFields and a 415 for server-side apply,
+    no admission plugins, managedFields and server-side apply (:class:`ManagedFields`;
+    pass ``NoFieldManagement()`` for none and a 415 for apply),
     ``dryRun=All`` served as kube-apiserver serves it (:class:`AcceptDryRun`;
     pass ``RefuseDryRun()`` for the old 400), an empty ``/openapi/v2``.
     """
@@ -151,7 +153,7 @@ class KubeAPIServer:
         writes = WriteSteps(
             dry_run=dry_run or AcceptDryRun(),
             admission=admission or AdmissionChain(),
-            fields=field_manager or NoFieldManagement(),
+            fields=field_manager or ManagedFields(self.store),
             hooks=WriteHooks(self.write_hooks),
         )
         self.streamer = WatchStreamer(self.store, self.served, self._printer, self._watches)
