@@ -13,6 +13,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -317,6 +318,9 @@ class OwnerGCStore:
 
     def crd_for(self, resource: APIResource) -> JSONDict | None:
         return self.store.crd_for(resource)
+
+    def now(self) -> datetime:
+        return self.store.now()
 
     def subresources_of(self, resource: APIResource) -> frozenset[str]:
         return self.store.subresources_of(resource)

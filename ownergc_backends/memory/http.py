@@ -51,7 +51,7 @@ from ._apiserver.context import Handler
 from ._apiserver.discovery import Discovery
 from ._apiserver.dryrun import AcceptDryRun, DryRunPolicy
 from ._apiserver.faults import StoreWrapper, gate_for, memory_store_behind
-from ._apiserver.fieldmanager import FieldManager, NoFieldManagement
+from ._apiserver.fieldmanager import FieldManager
 from ._apiserver.fieldvalidation import FieldValidation
 from ._apiserver.filters import (
     AnonymousAuthenticator,
@@ -63,6 +63,7 @@ from ._apiserver.filters import (
     RequestRecorder,
     StatusErrors,
 )
+from ._apiserver.managedfields import ManagedFields
 from ._apiserver.openapi import OpenAPIService, PublishedOpenAPI
 from ._apiserver.responses import ConnectionServer
 from ._apiserver.rest import (
@@ -120,10 +121,11 @@ class KubeAPIServer:
     The keyword-only seams (``authenticator``, ``admission``, ``field_manager``,
     ``dry_run``, ``openapi``) default to today's behaviour: anonymous requests,
     the admission webhooks of the stored Mutating/ValidatingWebhookConfigurations
-    (``admission=AdmissionChain()`` turns admission off), no managedFields and a
-    415 for server-side apply, ``dryRun=All`` served as kube-apiserver serves it
-    (:class:`AcceptDryRun`; pass ``RefuseDryRun()`` for the old 400), an empty
-    ``/openapi/v2``.
+    (``admission=AdmissionChain()`` turns admission off), managedFields and
+    server-side apply (:class:`ManagedFields`; pass ``NoFieldManagement()`` for
+    none and a 415 for apply), ``dryRun=All`` served as kube-apiserver serves it
+    (:class:`AcceptDryRun`; pass ``RefuseDryRun()`` for the old 400), and the
+    published OpenAPI documents (:class:`PublishedOpenAPI`).
     """
 
     def __init__(
@@ -155,7 +157,7 @@ class KubeAPIServer:
         writes = WriteSteps(
             dry_run=dry_run or AcceptDryRun(),
             admission=admission if admission is not None else webhook_admission(self.store),
-            fields=field_manager or NoFieldManagement(),
+            fields=field_manager or ManagedFields(self.store),
             hooks=WriteHooks(self.write_hooks),
         )
         self.streamer = WatchStreamer(self.store, self.served, self._printer, self._watches)

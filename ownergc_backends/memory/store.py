@@ -223,13 +223,14 @@ class InMemoryStore:
     ) -> None:
         #: Objects, resourceVersions and event logs; its lock guards the other parts too.
         self._storage = ObjectStorage(event_window=event_window)
+        self._clock = clock or _utcnow
         #: Served kinds, scopes, CRDs' kinds.
         self._registry = ResourceRegistry(self._storage)
         #: Validation, defaulting, finalizers, DELETE, namespaces, the CRD lifecycle.
         self._rules = WriteRules(
             self._storage,
             self._registry,
-            clock=clock or _utcnow,
+            clock=self._clock,
             uid_factory=uid_factory or (lambda: str(uuid.uuid4())),
             terminating_namespaces=terminating_namespaces,
         )
@@ -554,6 +555,10 @@ class InMemoryStore:
                 dry_run=dry_run,
             )
         return render(bucket, stored, resource.version, False)
+
+    def now(self) -> datetime:
+        """The store's clock (what stamps creationTimestamp), for the facade's managedFields."""
+        return self._clock()
 
     def crd_for(self, resource: APIResource) -> JSONDict | None:
         """The CustomResourceDefinition that serves ``resource`` (None for built-ins)."""

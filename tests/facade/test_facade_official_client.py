@@ -187,7 +187,9 @@ def test_strategic_merge_on_a_custom_kind_is_415_and_merge_works(
             {"spec": {"a": 2}},
             _content_type="application/apply-patch+yaml",
         )
-    assert apply.value.status == 415
+    # Served now: without fieldManager kube-apiserver refuses an apply with 422.
+    assert apply.value.status == 422
+    assert "fieldManager" in json.loads(apply.value.body)["message"]
 
 
 def test_metadata_only_through_call_api(api_client: Any, core: Any) -> None:

@@ -47,10 +47,13 @@ def manager_name(request: Request) -> str:
     explicit = request.param("fieldManager")
     if explicit:
         return explicit
-    return request.headers.get("user-agent", "").split("/", 1)[0]
+    return request.headers.get("user-agent", "").split("/", 1)[0][:128]
 
 
 class FieldManager(Protocol):
+    #: True when :meth:`on_write` needs ``attrs.old_obj`` (the handlers then read it).
+    wants_old_object: bool
+
     def on_write(self, attrs: AdmissionAttributes, manager: str) -> JSONDict | None:
         """The object to store for this write (``attrs.obj`` with managedFields updated)."""
         ...
@@ -62,13 +65,16 @@ class FieldManager(Protocol):
         *,
         user: UserInfo,
         dry_run: bool,
-    ) -> JSONDict:
-        """Server-side apply of ``request.body`` to the object ``route`` names; the result."""
+    ) -> tuple[JSONDict, bool]:
+        """Server-side apply of ``request.body`` to the object ``route`` names; the result
+        and whether the apply created it (answered 201)."""
         ...
 
 
 class NoFieldManagement:
     """No managedFields bookkeeping, and no server-side apply (415)."""
+
+    wants_old_object = False
 
     def on_write(self, attrs: AdmissionAttributes, manager: str) -> JSONDict | None:
         return attrs.obj
@@ -80,7 +86,7 @@ class NoFieldManagement:
         *,
         user: UserInfo,
         dry_run: bool,
-    ) -> JSONDict:
+    ) -> tuple[JSONDict, bool]:
         raise unsupported_patch_type(
             APPLY_PATCH, " (server-side apply is not supported by this server)"
         )

@@ -173,8 +173,10 @@ class WriteSteps:
         patch: Any = None,
         patch_type: PatchType | None = None,
     ) -> AdmissionAttributes:
-        """Run admission for one write; ``old`` is read only when a plugin wants it."""
-        old_obj = await old() if old is not None and self.admission.wants_old_object else None
+        """Run admission for one write; ``old`` is read only when a plugin or the field
+        manager wants it."""
+        wanted = self.admission.wants_old_object or self.fields.wants_old_object
+        old_obj = await old() if old is not None and wanted else None
         attrs = AdmissionAttributes(
             operation=operation,
             resource=route.resource,
@@ -388,9 +390,13 @@ class PatchHandler:
         )
         content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if content_type == APPLY_PATCH:
-            applied = await self.writes.fields.apply(request, route, user=ctx.user, dry_run=dry_run)
-            await self.writes.hooks.run("patch", route.resource, applied, dry_run=dry_run)
-            return _json_response(200, self.renderer.one(request, applied, target, route))
+            applied, created = await self.writes.fields.apply(
+                request, route, user=ctx.user, dry_run=dry_run
+            )
+            verb = "create" if created else "patch"
+            await self.writes.hooks.run(verb, route.resource, applied, dry_run=dry_run)
+            code = 201 if created else 200
+            return _json_response(code, self.renderer.one(request, applied, target, route))
         patch_type = PATCH_TYPES.get(content_type)
         if patch_type is None:
             raise unsupported_patch_type(content_type)

@@ -1,0 +1,241 @@
+"""The facade's real field manager: managedFields on every write, and server-side apply.
+
+:class:`ManagedFields` plugs the pure engine (:mod:`.._fieldmanager`) into the
+write pipeline at the :class:`~.fieldmanager.FieldManager` seam. Only writes
+through the HTTP facade are tracked, as only they carry a manager; objects
+written through the Python store API or loaded with ``load_objects`` are
+left as they are.
+
+The time stamped on entries is the store's clock (:meth:`InMemoryStore.now`),
+so tests with a fake clock see predictable managedFields.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, Final
+
+from ownergc._kit.http import Request
+from ownergc.errors import AlreadyExists, BadRequest, Conflict, Invalid, NotFound, ServerError
+from ownergc.protocols import APIResource, JSONDict
+
+from .._fieldmanager import (
+    ApplyConflict,
+    ApplyError,
+    Node,
+    SchemaError,
+    apply,
+    builtin_schema,
+    crd_version_schema,
+    untyped,
+    update_managed_fields,
+)
+from .._negotiation import query_flag
+from .._objects import format_time
+from ..store import InMemoryStore, PatchRaced
+from .admission import AdmissionAttributes
+from .context import ResourceRoute, UserInfo
+
+__all__ = ["ManagedFields"]
+
+_STATUS_ONLY: Final = frozenset({("f:status",)})
+
+
+def _required_manager() -> Invalid:
+    """The 422 kube-apiserver answers an apply without ``fieldManager``."""
+    return Invalid(
+        'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: '
+        "is required for apply patch",
+        reason="Invalid",
+        details={
+            "group": "meta.k8s.io",
+            "kind": "PatchOptions",
+            "causes": [
+                {
+                    "reason": "FieldValueRequired",
+                    "message": "Required value: is required for apply patch",
+                    "field": "fieldManager",
+                }
+            ],
+        },
+    )
+
+
+def _applied_object(body: bytes) -> Any:
+    """The apply body: YAML (JSON is YAML); read as JSON when PyYAML is absent."""
+    text = body.decode("utf-8", errors="replace")
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    try:
+        yaml: Any = importlib.import_module("yaml")
+    except ImportError:  # pragma: no cover - pyyaml ships with the cli and test extras
+        raise BadRequest(
+            "a YAML apply patch needs PyYAML (pip install 'ownergc[cli]'); send JSON instead",
+            reason="BadRequest",
+        ) from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise BadRequest(f"error decoding YAML: {exc}", reason="BadRequest") from None
+
+
+def _error(exc: ApplyError) -> Exception:
+    if exc.status == 422:
+        return Invalid(exc.message, reason="Invalid")
+    if exc.status >= 500:
+        return ServerError(exc.message, reason="InternalError")
+    return BadRequest(exc.message, reason="BadRequest")
+
+
+class ManagedFields:
+    """managedFields as kube-apiserver keeps them, and ``application/apply-patch+yaml``."""
+
+    #: The write handlers read the stored object for :meth:`on_write`.
+    wants_old_object = True
+    #: Tries before an apply that keeps racing other writers is answered 409.
+    attempts: Final = 5
+
+    def __init__(self, store: InMemoryStore, clock: Callable[[], datetime] | None = None) -> None:
+        self.store = store
+        self._clock = clock or store.now
+
+    def _now(self) -> str:
+        return format_time(self._clock())
+
+    def _schema(self, resource: APIResource) -> tuple[Node, bool]:
+        """The kind's merge type and whether it has a status subresource."""
+        crd = self.store.crd_for(resource)
+        if crd is not None:
+            try:
+                node = crd_version_schema(crd, resource.version)
+            except SchemaError:
+                node = untyped()
+            status = False
+            for version in (crd.get("spec") or {}).get("versions") or []:
+                if isinstance(version, dict) and version.get("name") == resource.version:
+                    status = "status" in (version.get("subresources") or {})
+            return node, status
+        node = builtin_schema(resource.group, resource.version, resource.kind) or untyped()
+        return node, node.is_named_field("status")
+
+    def _ignored(self, resource: APIResource, subresource: str | None) -> tuple[Node, Any]:
+        node, has_status = self._schema(resource)
+        return node, (_STATUS_ONLY if has_status and not subresource else frozenset())
+
+    def on_write(self, attrs: AdmissionAttributes, manager: str) -> JSONDict | None:
+        """``attrs.obj`` with the writer's ``Update`` entry brought up to date."""
+        obj = attrs.obj
+        if not isinstance(obj, dict) or attrs.operation not in ("CREATE", "UPDATE"):
+            return obj
+        node, ignored = self._ignored(attrs.resource, attrs.subresource)
+        old = attrs.old_obj if attrs.operation == "UPDATE" else None
+        if attrs.operation == "UPDATE" and old is None:
+            return obj  # the store answers the missing object itself
+        try:
+            return update_managed_fields(
+                old,
+                obj,
+                manager=manager,
+                schema=node,
+                now=self._now(),
+                subresource=attrs.subresource or "",
+                ignored=ignored,
+            )
+        except ApplyError as exc:
+            raise _error(exc) from None
+
+    async def apply(
+        self,
+        request: Request,
+        route: ResourceRoute,
+        *,
+        user: UserInfo,
+        dry_run: bool,
+    ) -> tuple[JSONDict, bool]:
+        """Server-side apply of the request body as ``fieldManager``: create or merge."""
+        manager = request.param("fieldManager")
+        if not manager:
+            raise _required_manager()
+        force = query_flag(request, "force")
+        applied = _applied_object(request.body)
+        if not isinstance(applied, dict):
+            raise BadRequest("the applied configuration must be an object", reason="BadRequest")
+        assert route.name is not None
+        resource = route.resource
+        kind = applied.get("kind")
+        if kind != resource.kind or applied.get("apiVersion") != resource.api_version:
+            raise ServerError(
+                "failed to merge config: expected objects of the same type, but got "
+                f"{applied.get('apiVersion')}, Kind={kind} and "
+                f"{resource.api_version}, Kind={resource.kind}",
+                reason="InternalError",
+            )
+        meta = applied.setdefault("metadata", {})
+        if isinstance(meta, dict):
+            if meta.setdefault("name", route.name) != route.name:
+                raise BadRequest(
+                    f"the name of the object ({meta['name']}) does not match the name on "
+                    f"the URL ({route.name})",
+                    reason="BadRequest",
+                )
+            if route.namespace and not meta.get("namespace"):
+                meta["namespace"] = route.namespace
+        node, ignored = self._ignored(resource, route.subresource)
+        for attempt in range(self.attempts):
+            try:
+                live: JSONDict | None = await self.store.get(
+                    resource, route.name, namespace=route.namespace, metadata_only=False
+                )
+            except NotFound:
+                if route.subresource:
+                    raise
+                live = None
+            try:
+                result = apply(
+                    live,
+                    applied,
+                    manager=manager,
+                    force=force,
+                    schema=node,
+                    now=self._now(),
+                    subresource=route.subresource or "",
+                    ignored=ignored,
+                )
+            except ApplyError as exc:
+                raise _error(exc) from None
+            if isinstance(result, ApplyConflict):
+                raise Conflict(
+                    result.message, reason="Conflict", details={"causes": result.causes()}
+                )
+            last = attempt == self.attempts - 1
+            if live is None:
+                try:
+                    created = await self.store.create(
+                        resource, result.object, namespace=route.namespace, dry_run=dry_run
+                    )
+                    return created, True
+                except AlreadyExists:
+                    if last:
+                        raise
+                    continue
+            if not result.changed:
+                return live, False
+            try:
+                updated = await self.store.update(
+                    resource,
+                    result.object,
+                    namespace=route.namespace,
+                    subresource=route.subresource,
+                    patched_from=(live.get("metadata") or {}).get("resourceVersion"),
+                    dry_run=dry_run,
+                )
+                return updated, False
+            except PatchRaced:
+                if last:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
