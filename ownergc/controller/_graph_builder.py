@@ -221,24 +221,29 @@ class DependencyGraphBuilder:
         """List ``mon``'s resource into the graph, deleting what vanished meanwhile."""
         res = mon.resource
         listed = await self.store.list(res, metadata_only=True, consistent=False)
-        seen: set[str] = set()
-        for obj in listed.items:
-            uid = metadata_of(obj).get("uid")
-            if isinstance(uid, str):
-                seen.add(uid)
-            self._apply_upsert(mon, obj)
+        core = self.core
+        seen: set[str]
+        if self.pending_changes:
+            # Changes wait in the queue: the list goes behind them, object by object
+            # (and so do the deletes of what vanished, below).
+            seen = set()
+            for obj in listed.items:
+                uid = metadata_of(obj).get("uid")
+                if isinstance(uid, str):
+                    seen.add(uid)
+                self._apply_upsert(mon, obj)
+        else:
+            # Nothing waits: the whole list in one call to the core, one dispatch.
+            count = len(listed.items)
+            self.metrics.events_processed += count
+            self.graph_changes.metrics.adds_total += count
+            seen, refused = core.process_list(listed.items, res.api_version, res.kind)
+            for _obj, exc in refused:
+                self._change_failed(res, exc)
+            self._dispatch_if_any()
         # Objects the graph holds for this resource that vanished while we were
         # not watching: deliver their deletes (the informer's relist diff).
-        av, kind = res.api_version, res.kind
-        vanished = [
-            node.identity
-            for node in self.core.uid_to_node.values()
-            if node.kind == kind
-            and node.api_version == av
-            and not node.virtual
-            and node.uid not in seen
-        ]
-        for ident in vanished:
+        for ident in core.vanished(res.api_version, res.kind, seen):
             self._apply_delete(mon, tombstone(ident))
         mon.resource_version = listed.resource_version
         if not mon.synced:
@@ -390,9 +395,8 @@ class DependencyGraphBuilder:
     def dispatch(self) -> None:
         """Move what the pure builder says next into the work queues and the event log."""
         to_delete, rate_limited, to_orphan, events = self.core.drain()
-        add = self.attempt_to_delete.add
-        for node in to_delete:
-            add(node)
+        if to_delete:
+            self.attempt_to_delete.add_many(to_delete)
         for node in rate_limited:
             self.attempt_to_delete.add_rate_limited(node)
         for node in to_orphan:

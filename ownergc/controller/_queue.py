@@ -16,7 +16,7 @@ import itertools
 import math
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -167,6 +167,36 @@ class WorkQueue(Generic[T]):
         self._queue.append(item)
         self._added_at.setdefault(item, _now())
         self._wake()
+
+    def add_many(self, items: Iterable[T]) -> None:
+        """``add`` each item, in order: one clock read and one wake-up for all.
+
+        The graph builder hands over many dependents at once (an owner deleted
+        enqueues all of its dependents); per item this is ``add``'s work less
+        its two calls.
+        """
+        if self._shutdown:
+            return
+        dirty = self._dirty
+        processing = self._processing
+        queue = self._queue
+        added_at = self._added_at
+        now = _now()
+        count = 0
+        queued = len(queue)
+        for item in items:
+            if item in dirty:
+                continue
+            count += 1
+            dirty.add(item)
+            if item in processing:
+                continue
+            queue.append(item)
+            if item not in added_at:
+                added_at[item] = now
+        self.metrics.adds_total += count
+        if len(queue) != queued:
+            self._wake()
 
     def add_after(self, item: T, delay: float) -> None:
         if self._shutdown:
