@@ -329,11 +329,19 @@ class DependencyGraphBuilder:
             return
         self.metrics.events_processed += 1
         self.graph_changes.metrics.adds_total += 1
+        core = self.core
         try:
-            self.core.process_delete(obj, mon.api_version, mon.kind)
+            core.process_delete(obj, mon.api_version, mon.kind)
         except Exception as exc:
             self._change_failed(mon.resource, exc)
-        self._dispatch_if_any()
+        to_delete = core.attempt_to_delete
+        if core.attempt_to_delete_rate_limited or core.attempt_to_orphan or core.events:
+            self.dispatch()
+        elif to_delete:
+            # dispatch, inlined for what a delete leaves (dependents and waiting owners
+            # to check): one outbox taken, the other three left as they are (empty).
+            core.attempt_to_delete = []
+            self.attempt_to_delete.add_many(to_delete)
 
     def _dispatch_if_any(self) -> None:
         core = self.core

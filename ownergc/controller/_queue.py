@@ -178,25 +178,25 @@ class WorkQueue(Generic[T]):
         if self._shutdown:
             return
         dirty = self._dirty
+        # C loops instead of one interpreted step per item: an item not dirty is in
+        # neither the queue nor ``_added_at`` (both follow ``_dirty``), so it needs
+        # no further check unless a worker is processing it.
+        fresh = [item for item in items if item not in dirty]
+        if not fresh:
+            return
+        before = len(dirty)
+        dirty.update(fresh)
+        if len(dirty) - before != len(fresh):  # a repeated item: the first one counts
+            fresh = list(dict.fromkeys(fresh))
+        self.metrics.adds_total += len(fresh)
         processing = self._processing
-        queue = self._queue
-        added_at = self._added_at
-        now = _now()
-        count = 0
-        queued = len(queue)
-        for item in items:
-            if item in dirty:
-                continue
-            count += 1
-            dirty.add(item)
-            if item in processing:
-                continue
-            queue.append(item)
-            if item not in added_at:
-                added_at[item] = now
-        self.metrics.adds_total += count
-        if len(queue) != queued:
-            self._wake()
+        if processing:
+            fresh = [item for item in fresh if item not in processing]
+            if not fresh:
+                return
+        self._queue.extend(fresh)
+        self._added_at.update(dict.fromkeys(fresh, _now()))
+        self._wake()
 
     def add_after(self, item: T, delay: float) -> None:
         if self._shutdown:
