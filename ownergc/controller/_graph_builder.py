@@ -286,7 +286,25 @@ class DependencyGraphBuilder:
         obj = event.object
         etype = event.type
         if etype == "ADDED" or etype == "MODIFIED":
-            rv = self._apply_upsert(mon, obj)
+            if self.pending_changes:
+                self._enqueue_change(ObjectChanged(obj, mon.resource))
+                rv: object = None
+            else:  # _apply_upsert, inlined: once per watch event
+                self.metrics.events_processed += 1
+                self.graph_changes.metrics.adds_total += 1
+                core = self.core
+                try:
+                    rv = core.process_upsert(obj, mon.api_version, mon.kind).resource_version
+                except Exception as exc:
+                    rv = None
+                    self._change_failed(mon.resource, exc)
+                if (
+                    core.attempt_to_delete
+                    or core.attempt_to_delete_rate_limited
+                    or core.attempt_to_orphan
+                    or core.events
+                ):
+                    self.dispatch()
             if type(rv) is str:
                 mon.resource_version = rv
                 return

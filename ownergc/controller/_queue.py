@@ -172,8 +172,7 @@ class WorkQueue(Generic[T]):
         """``add`` each item, in order: one clock read and one wake-up for all.
 
         The graph builder hands over many dependents at once (an owner deleted
-        enqueues all of its dependents); per item this is ``add``'s work less
-        its two calls.
+        enqueues all of its dependents); here the per-item steps are C loops.
         """
         if self._shutdown:
             return
@@ -181,7 +180,9 @@ class WorkQueue(Generic[T]):
         # C loops instead of one interpreted step per item: an item not dirty is in
         # neither the queue nor ``_added_at`` (both follow ``_dirty``), so it needs
         # no further check unless a worker is processing it.
-        fresh = [item for item in items if item not in dirty]
+        fresh: list[T] = items if type(items) is list else list(items)
+        if not dirty.isdisjoint(fresh):  # (the common case, none dirty, tested in C)
+            fresh = [item for item in fresh if item not in dirty]
         if not fresh:
             return
         before = len(dirty)
