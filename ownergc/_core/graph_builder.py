@@ -845,7 +845,15 @@ class GraphBuilder:
                         waiting.append(owner)
         dependents = node.dependents
         if dependents:
-            self.absent_owner_cache._add_key(key)
+            # AbsentOwnerCache._add_key, inlined: once per owner removed
+            cache = self.absent_owner_cache
+            entries = cache._entries
+            if key in entries:
+                entries.move_to_end(key)
+            else:
+                entries[key] = None
+                if len(entries) > cache.max_size:
+                    entries.popitem(last=False)
             self.attempt_to_delete.extend(dependents)
             if node in dependents:
                 # An object that owned itself: the one reference cycle a removal leaves

@@ -221,24 +221,29 @@ class DependencyGraphBuilder:
         """List ``mon``'s resource into the graph, deleting what vanished meanwhile."""
         res = mon.resource
         listed = await self.store.list(res, metadata_only=True, consistent=False)
-        seen: set[str] = set()
-        for obj in listed.items:
-            uid = metadata_of(obj).get("uid")
-            if isinstance(uid, str):
-                seen.add(uid)
-            self._apply_upsert(mon, obj)
+        core = self.core
+        seen: set[str]
+        if self.pending_changes:
+            # Changes wait in the queue: the list goes behind them, object by object
+            # (and so do the deletes of what vanished, below).
+            seen = set()
+            for obj in listed.items:
+                uid = metadata_of(obj).get("uid")
+                if isinstance(uid, str):
+                    seen.add(uid)
+                self._apply_upsert(mon, obj)
+        else:
+            # Nothing waits: the whole list in one call to the core, one dispatch.
+            count = len(listed.items)
+            self.metrics.events_processed += count
+            self.graph_changes.metrics.adds_total += count
+            seen, refused = core.process_list(listed.items, res.api_version, res.kind)
+            for _obj, exc in refused:
+                self._change_failed(res, exc)
+            self._dispatch_if_any()
         # Objects the graph holds for this resource that vanished while we were
         # not watching: deliver their deletes (the informer's relist diff).
-        av, kind = res.api_version, res.kind
-        vanished = [
-            node.identity
-            for node in self.core.uid_to_node.values()
-            if node.kind == kind
-            and node.api_version == av
-            and not node.virtual
-            and node.uid not in seen
-        ]
-        for ident in vanished:
+        for ident in core.vanished(res.api_version, res.kind, seen):
             self._apply_delete(mon, tombstone(ident))
         mon.resource_version = listed.resource_version
         if not mon.synced:
@@ -281,7 +286,25 @@ class DependencyGraphBuilder:
         obj = event.object
         etype = event.type
         if etype == "ADDED" or etype == "MODIFIED":
-            rv = self._apply_upsert(mon, obj)
+            if self.pending_changes:
+                self._enqueue_change(ObjectChanged(obj, mon.resource))
+                rv: object = None
+            else:  # _apply_upsert, inlined: once per watch event
+                self.metrics.events_processed += 1
+                self.graph_changes.metrics.adds_total += 1
+                core = self.core
+                try:
+                    rv = core.process_upsert(obj, mon.api_version, mon.kind).resource_version
+                except Exception as exc:
+                    rv = None
+                    self._change_failed(mon.resource, exc)
+                if (
+                    core.attempt_to_delete
+                    or core.attempt_to_delete_rate_limited
+                    or core.attempt_to_orphan
+                    or core.events
+                ):
+                    self.dispatch()
             if type(rv) is str:
                 mon.resource_version = rv
                 return
@@ -324,11 +347,19 @@ class DependencyGraphBuilder:
             return
         self.metrics.events_processed += 1
         self.graph_changes.metrics.adds_total += 1
+        core = self.core
         try:
-            self.core.process_delete(obj, mon.api_version, mon.kind)
+            core.process_delete(obj, mon.api_version, mon.kind)
         except Exception as exc:
             self._change_failed(mon.resource, exc)
-        self._dispatch_if_any()
+        to_delete = core.attempt_to_delete
+        if core.attempt_to_delete_rate_limited or core.attempt_to_orphan or core.events:
+            self.dispatch()
+        elif to_delete:
+            # dispatch, inlined for what a delete leaves (dependents and waiting owners
+            # to check): one outbox taken, the other three left as they are (empty).
+            core.attempt_to_delete = []
+            self.attempt_to_delete.add_many(to_delete)
 
     def _dispatch_if_any(self) -> None:
         core = self.core
@@ -390,9 +421,8 @@ class DependencyGraphBuilder:
     def dispatch(self) -> None:
         """Move what the pure builder says next into the work queues and the event log."""
         to_delete, rate_limited, to_orphan, events = self.core.drain()
-        add = self.attempt_to_delete.add
-        for node in to_delete:
-            add(node)
+        if to_delete:
+            self.attempt_to_delete.add_many(to_delete)
         for node in rate_limited:
             self.attempt_to_delete.add_rate_limited(node)
         for node in to_orphan:

@@ -212,3 +212,37 @@ async def test_first_list_marks_its_monitor_synced_at_once_or_behind_earlier_cha
     assert not mons[1].synced and gb.pending_changes == 2  # behind the waiting change
     await _apply_queued_changes(gb)
     assert mons[1].synced and gb.synced.is_set()
+
+
+async def test_a_list_applied_in_one_call_refuses_a_bad_object_and_goes_on() -> None:
+    """With nothing queued, a relist hands the whole list to the core at once
+    (``process_list``): an object without usable metadata is counted and logged,
+    the others are applied, their dependents enqueued, and what vanished deleted."""
+    from ownergc.controller import GarbageCollector
+    from ownergc.controller._monitors import Monitor
+    from ownergc.protocols import APIResource
+
+    verbs = frozenset({"list", "watch", "delete"})
+    secrets = APIResource("", "v1", "secrets", "Secret", True, verbs)
+    owner_ref = {"apiVersion": "v1", "kind": "Secret", "name": "gone", "uid": "uid-gone"}
+    dependent = _secret("dep", "uid-dep", "2")
+    dependent["metadata"]["ownerReferences"] = [owner_ref]  # type: ignore[index]
+    first = [_secret("gone", "uid-gone", "1"), dependent]
+    store = _ListingStore({"Secret": first})
+    gc = GarbageCollector(store)
+    gb = gc.graph_builder
+    mon = Monitor(secrets, anyio.CancelScope())
+    gb.monitors[secrets] = mon
+    await gb.relist(mon)
+    assert {"uid-gone", "uid-dep"} <= set(gc.uid_to_node)
+    assert len(gb.attempt_to_delete) == 0
+
+    bad = {"metadata": {"name": "no-uid", "namespace": "default"}}
+    store._items = {"Secret": [bad, dependent, _secret("new", "uid-new", "4")]}
+    errors = gc.metrics.errors
+    await gb.relist(mon)
+    assert gc.metrics.errors == errors + 1
+    assert "uid-new" in gc.uid_to_node
+    assert "uid-gone" not in gc.uid_to_node  # vanished from the list: deleted
+    assert [node.uid for node in gb.attempt_to_delete._queue] == ["uid-dep"]
+    assert mon.resource_version == "3"

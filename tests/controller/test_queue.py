@@ -58,6 +58,28 @@ async def test_dedup_and_readd_while_processing() -> None:
     assert q.metrics.adds_total == 3
 
 
+async def test_add_many_is_add_of_each_item_in_order() -> None:
+    """The batch the graph builder hands over (an owner's dependents) is queued as
+    one ``add`` per item would queue it: order, dedup, re-add while processing."""
+    one: WorkQueue[str] = WorkQueue("one")
+    many: WorkQueue[str] = WorkQueue("many")
+    for q in (one, many):
+        q.add("p")
+        assert await q.get() == "p"  # "p" is being processed
+    batch = ["c", "a", "c", "p", "b", "a"]
+    for item in batch:
+        one.add(item)
+    many.add_many(batch)
+    assert len(many) == len(one) == 3
+    assert many.metrics.adds_total == one.metrics.adds_total == 5
+    many.done("p")
+    one.done("p")
+    assert [await many.get() for _ in range(4)] == [await one.get() for _ in range(4)]
+    many.shutdown()
+    many.add_many(["z"])
+    assert len(many) == 0
+
+
 async def test_add_rate_limited_waits_then_delivers_and_dedups_due_copies() -> None:
     q: WorkQueue[str] = WorkQueue("t")
     async with anyio.create_task_group() as tg:
