@@ -13,6 +13,7 @@ stored under the missing owner's uid, so each missing owner is drawn once.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -111,8 +112,14 @@ def select_component(graph: Mapping[str, Node], uids: Iterable[str]) -> list[Nod
     return list(seen.values())
 
 
+#: Values %q leaves as they are (no backslash, quote or control character).
+_PLAIN = re.compile(r'[^\\"\x00-\x1f\x7f]*\Z')
+
+
 def _quote(value: str) -> str:
     """Go ``%q``: backslash and double quote escaped, control characters as escapes."""
+    if _PLAIN.match(value):
+        return f'"{value}"'  # the common case, without the per-character loop
     out = ['"']
     for ch in value:
         if ch == "\\":

@@ -238,6 +238,8 @@ _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"'}
 
 def _unquote(text: str) -> str:
     """Undo Go's %q quoting (as written by ownergc._core.dump and kube-controller-manager)."""
+    if "\\" not in text:
+        return text  # nothing escaped: most names and uids (this loop was half of -o json)
     out = []
     i = 0
     while i < len(text):

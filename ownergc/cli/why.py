@@ -33,11 +33,13 @@ import anyio
 
 from ownergc._core.picture import Picture, WaitEdge, picture_to_dot
 from ownergc.cli._output import emit
+from ownergc.cli._progress import Progress
 from ownergc.cli._sources import (
     Inventory,
     SourceError,
     add_source_arguments,
     inventory_from_args,
+    list_resources,
     open_cluster,
 )
 from ownergc.errors import OwnerGCError
@@ -168,34 +170,106 @@ async def _read(args: argparse.Namespace) -> tuple[Inventory, dict[str, str]]:
         return await inventory_from_args(args), {}
     if not (args.kubeconfig or args.context or args.cluster):
         return await inventory_from_args(args), {}  # raises the usage message
-    return await _read_cluster(args.kubeconfig, args.context)
+    kind, name = _split_target(args)
+    return await _read_cluster(args.kubeconfig, args.context, (kind, name, args.namespace))
 
 
 async def _read_cluster(
-    kubeconfig: str | None, context: str | None
+    kubeconfig: str | None, context: str | None, target: tuple[str, str, str | None] | None = None
 ) -> tuple[Inventory, dict[str, str]]:
-    """Discovery and every listable object; failures are kept, as they may be the cause."""
+    """Discovery and the listable objects the answer can involve; listing failures are
+    kept, as they may be the cause.
+
+    For a namespace or a namespaced object only that namespace is read, beside every
+    cluster-scoped object: a namespaced object's owners, dependents, pods and claims
+    live there, and what a namespace waits for is its content and cluster-scoped
+    APIs. An owner chain leading to a cluster-scoped object in foreground deletion
+    (whose dependents can be anywhere) widens the read to the whole cluster.
+    """
     store, discovery = await open_cluster(kubeconfig, context, strip_managed_fields=False)
-    objects: list[dict[str, Any]] = []
     failures: dict[str, str] = dict(discovery.failed)
     async with store:
         resources = list(discovery.resources)
-        for res in resources:
-            if not res.preferred or "/" in res.resource or "list" not in res.verbs:
-                continue
-            if (res.group, res.resource) in _SKIPPED:
-                continue
-            full = (res.group, res.resource) in _FULL
-            try:
-                listed = await store.list(res, metadata_only=not full)
-            except OwnerGCError as exc:
-                failures[res.api_version] = f"listing {res.group_resource} failed: {exc}"
-                continue
-            for item in listed.items:
-                obj = dict(item) if full else {"metadata": item["metadata"]}
-                obj["apiVersion"], obj["kind"] = res.api_version, res.kind
-                objects.append(obj)
+        wanted = [
+            res
+            for res in resources
+            if res.preferred
+            and "/" not in res.resource
+            and "list" in res.verbs
+            and (res.group, res.resource) not in _SKIPPED
+        ]
+        namespace = _scope(resources, target) if target is not None else None
+        objects = await _list(store, wanted, namespace, failures)
+        if namespace is not None and _foreground_cluster_owner(objects):
+            failures = dict(discovery.failed)
+            objects = await _list(store, wanted, None, failures)
+        elif namespace is not None:
+            # Owner references leaving the namespace: the kinds they name, read
+            # everywhere, so an owner in another namespace is told from a missing one.
+            elsewhere = _dangling_kinds(objects, wanted)
+            if elsewhere:
+                more = await _list(store, elsewhere, None, failures)
+                objects += [o for o in more if o["metadata"].get("namespace") != namespace]
     return Inventory(objects, resources=resources, origin="cluster"), failures
+
+
+def _scope(resources: list[APIResource], target: tuple[str, str, str | None]) -> str | None:
+    """The one namespace whose content the answer about ``target`` needs, or None (all)."""
+    from ownergc.cli.preview import resolve_kind
+
+    kind, name, namespace = target
+    try:
+        resource = resolve_kind(resources, kind)
+    except SourceError:
+        return None  # explain() reports the unknown kind with the whole discovery
+    if resource.group == "" and resource.resource == "namespaces":
+        return name
+    return (namespace or "default") if resource.namespaced else None
+
+
+def _dangling_kinds(objects: list[dict[str, Any]], wanted: list[APIResource]) -> list[APIResource]:
+    """The namespaced resources named by owner references whose uid was not read."""
+    uids = {obj["metadata"].get("uid") for obj in objects}
+    kinds: set[tuple[str, str]] = set()
+    for obj in objects:
+        for ref in obj["metadata"].get("ownerReferences") or ():
+            if isinstance(ref, dict) and ref.get("uid") not in uids:
+                group = str(ref.get("apiVersion", "")).rpartition("/")[0]
+                kinds.add((group, str(ref.get("kind", ""))))
+    return [res for res in wanted if res.namespaced and (res.group, res.kind) in kinds]
+
+
+def _foreground_cluster_owner(objects: list[dict[str, Any]]) -> bool:
+    """A cluster-scoped object waiting for its dependents, which may live anywhere."""
+    return any(
+        not obj["metadata"].get("namespace")
+        and "foregroundDeletion" in (obj["metadata"].get("finalizers") or ())
+        for obj in objects
+    )
+
+
+async def _list(
+    store: Any, wanted: list[APIResource], namespace: str | None, failures: dict[str, str]
+) -> list[dict[str, Any]]:
+    full = [(res.group, res.resource) in _FULL for res in wanted]
+    with Progress("reading", len(wanted)) as progress:
+        listed = await list_resources(
+            store,
+            wanted,
+            namespace=namespace,
+            metadata_only=[not f for f in full],
+            progress=progress,
+        )
+    objects: list[dict[str, Any]] = []
+    for (res, items), whole in zip(listed, full, strict=True):
+        if isinstance(items, OwnerGCError):
+            failures[res.api_version] = f"listing {res.group_resource} failed: {items}"
+            continue
+        for item in items:
+            obj = dict(item) if whole else {"metadata": item["metadata"]}
+            obj["apiVersion"], obj["kind"] = res.api_version, res.kind
+            objects.append(obj)
+    return objects
 
 
 def _manifest_resources(inv: Inventory) -> list[APIResource]:
