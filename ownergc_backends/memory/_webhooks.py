@@ -26,6 +26,7 @@ a socket itself.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import ssl
 import uuid
@@ -46,6 +47,7 @@ from ._selectors import _Requirement
 __all__ = [
     "AdmissionAttributes",
     "CallFailed",
+    "KeptConnections",
     "MatchedWebhook",
     "WebhookAdmission",
     "WebhookCaller",
@@ -339,7 +341,7 @@ class WebhookAdmission:
 
     def __init__(self, source: WebhookSource, *, caller: WebhookCaller | None = None) -> None:
         self._source = source
-        self._call = caller or post_review
+        self._call = caller or KeptConnections()
 
     async def mutate(
         self, attrs: AdmissionAttributes, warnings: list[str] | None = None
@@ -485,64 +487,169 @@ def _warnings(response: JSONDict) -> list[str]:
 
 
 def _tls_context(ca_bundle: Any) -> ssl.SSLContext:
-    context = ssl.create_default_context()
-    if ca_bundle:
+    return _context_for(str(ca_bundle) if ca_bundle else "")
+
+
+@functools.lru_cache(maxsize=64)
+def _context_for(ca_bundle: str) -> ssl.SSLContext:
+    """One TLS context per caBundle, kept: loading certificates costs milliseconds, and a
+    context is what lets a kept connection's session be reused."""
+    if not ca_bundle:
+        return ssl.create_default_context()
+    try:
+        pem = base64.b64decode(ca_bundle).decode()
+        return ssl.create_default_context(cadata=pem)
+    except (ValueError, ssl.SSLError) as exc:
+        raise CallFailed(f"the caBundle is not PEM certificates: {exc}") from None
+
+
+class _Kept:
+    """One open connection to a webhook and its HTTP/1.1 state."""
+
+    __slots__ = ("h11", "stream")
+
+    def __init__(self, stream: anyio.abc.ByteStream, connection: Any) -> None:
+        self.stream = stream
+        self.h11 = connection
+
+
+class KeptConnections:
+    """The default :data:`WebhookCaller`: HTTPS POSTs over kept-alive connections.
+
+    kube-apiserver keeps its connections to a webhook open and sends review
+    after review down them; a TLS handshake per review would cost the write
+    more than the webhook's answer. Idle connections are kept per (host, port,
+    TLS context, server name); one that the webhook closed meanwhile is
+    replaced once, and one interrupted by a timeout is closed, never reused.
+    """
+
+    #: Idle connections kept per webhook endpoint.
+    max_idle = 64
+
+    def __init__(self) -> None:
+        self._idle: dict[tuple[str, int, int, str], list[_Kept]] = {}
+
+    async def aclose(self) -> None:
+        """Close every idle connection (those in use close when their call ends)."""
+        idle, self._idle = self._idle, {}
+        for kept in (k for conns in idle.values() for k in conns):
+            await anyio.aclose_forcefully(kept.stream)
+
+    async def __call__(
+        self,
+        url: str,
+        context: ssl.SSLContext | None,
+        server_name: str,
+        body: bytes,
+        timeout: float,
+    ) -> tuple[int, bytes]:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        key = (host, port, id(context), server_name)
+        idle = self._idle.setdefault(key, [])
+        while idle:
+            kept = idle.pop()
+            try:
+                return await self._exchange(kept, key, parts.netloc, target, body)
+            except _Stale:
+                continue  # closed by the webhook while idle: take another one
+        kept = await self._connect(host, port, context, server_name)
         try:
-            pem = base64.b64decode(str(ca_bundle)).decode()
-            context = ssl.create_default_context(cadata=pem)
-        except (ValueError, ssl.SSLError) as exc:
-            raise CallFailed(f"the caBundle is not PEM certificates: {exc}") from None
-    return context
+            return await self._exchange(kept, key, parts.netloc, target, body)
+        except _Stale as exc:
+            raise anyio.EndOfStream() from exc
+
+    @staticmethod
+    async def _connect(
+        host: str, port: int, context: ssl.SSLContext | None, server_name: str
+    ) -> _Kept:
+        import h11
+
+        if context is not None:
+            stream: anyio.abc.ByteStream = await anyio.connect_tcp(
+                host,
+                port,
+                ssl_context=context,
+                tls_standard_compatible=False,
+                tls_hostname=server_name or host,
+            )
+        else:
+            stream = await anyio.connect_tcp(host, port)
+        return _Kept(stream, h11.Connection(h11.CLIENT))
+
+    async def _exchange(
+        self, kept: _Kept, key: tuple[str, int, int, str], netloc: str, target: str, body: bytes
+    ) -> tuple[int, bytes]:
+        import h11
+
+        connection = kept.h11
+        answered = False
+        try:
+            headers = [
+                ("Host", netloc),
+                ("Content-Type", "application/json"),
+                ("Accept", "application/json"),
+                ("Content-Length", str(len(body))),
+                ("User-Agent", "ownergc-serve-admission"),
+            ]
+            data = connection.send(h11.Request(method="POST", target=target, headers=headers))
+            data = (data or b"") + (connection.send(h11.Data(data=body)) or b"")
+            data += connection.send(h11.EndOfMessage()) or b""
+            await kept.stream.send(data)
+            status = 0
+            chunks: list[bytes] = []
+            while True:
+                event = connection.next_event()
+                if event is h11.NEED_DATA:
+                    try:
+                        received = await kept.stream.receive()
+                    except anyio.EndOfStream:
+                        received = b""
+                    if not received and not answered:
+                        raise _Stale()
+                    connection.receive_data(received)
+                    continue
+                answered = True
+                if isinstance(event, h11.Response):
+                    status = event.status_code
+                elif isinstance(event, h11.Data):
+                    chunks.append(bytes(event.data))
+                elif isinstance(event, (h11.EndOfMessage, h11.ConnectionClosed)):
+                    break
+        except _Stale:
+            await anyio.aclose_forcefully(kept.stream)
+            raise
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+            await anyio.aclose_forcefully(kept.stream)
+            if not answered:
+                raise _Stale() from exc
+            raise
+        except BaseException:
+            # A timeout (cancellation) or a protocol error mid-answer: never reuse it.
+            await anyio.aclose_forcefully(kept.stream)
+            raise
+        if connection.our_state is h11.DONE and connection.their_state is h11.DONE:
+            connection.start_next_cycle()
+            idle = self._idle.setdefault(key, [])
+            if len(idle) < self.max_idle:
+                idle.append(kept)
+                return status, b"".join(chunks)
+        await anyio.aclose_forcefully(kept.stream)
+        return status, b"".join(chunks)
+
+
+class _Stale(Exception):
+    """A kept connection the webhook closed before answering: retry on a new one."""
 
 
 async def post_review(
     url: str, context: ssl.SSLContext | None, server_name: str, body: bytes, timeout: float
 ) -> tuple[int, bytes]:
-    """One HTTPS POST of an AdmissionReview (HTTP/1.1 framed by h11)."""
-    import h11
-
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    if context is not None:
-        stream: anyio.abc.ByteStream = await anyio.connect_tcp(
-            host,
-            port,
-            ssl_context=context,
-            tls_standard_compatible=False,
-            tls_hostname=server_name or host,
-        )
-    else:
-        stream = await anyio.connect_tcp(host, port)
-    connection = h11.Connection(h11.CLIENT)
-    async with stream:
-        headers = [
-            ("Host", parts.netloc),
-            ("Content-Type", "application/json"),
-            ("Accept", "application/json"),
-            ("Content-Length", str(len(body))),
-            ("User-Agent", "ownergc-serve-admission"),
-        ]
-        await stream.send(
-            connection.send(h11.Request(method="POST", target=target, headers=headers)) or b""
-        )
-        await stream.send(connection.send(h11.Data(data=body)) or b"")
-        await stream.send(connection.send(h11.EndOfMessage()) or b"")
-        status = 0
-        chunks: list[bytes] = []
-        while True:
-            event = connection.next_event()
-            if event is h11.NEED_DATA:
-                try:
-                    data = await stream.receive()
-                except anyio.EndOfStream:
-                    data = b""
-                connection.receive_data(data)
-                continue
-            if isinstance(event, h11.Response):
-                status = event.status_code
-            elif isinstance(event, h11.Data):
-                chunks.append(bytes(event.data))
-            elif isinstance(event, (h11.EndOfMessage, h11.ConnectionClosed)):
-                return status, b"".join(chunks)
+    """One HTTPS POST of an AdmissionReview on a fresh connection (HTTP/1.1 by h11)."""
+    pool = KeptConnections()
+    try:
+        return await pool(url, context, server_name, body, timeout)
+    finally:
+        await pool.aclose()

@@ -88,6 +88,7 @@ from ._apiserver.webhookadmission import webhook_admission
 from ._negotiation import negotiate as negotiate  # the tests' Accept checks import it here
 from ._pages import ContinuePages
 from ._tables import Printer, printer_for
+from ._webhooks import KeptConnections
 from .store import InMemoryStore
 
 __all__ = [
@@ -153,10 +154,16 @@ class KubeAPIServer:
         self._task_group: anyio.abc.TaskGroup | None = None
         self._loop_thread: int | None = None
 
+        #: Kept-alive connections to admission webhooks, closed when serving ends.
+        self._webhook_connections = KeptConnections()
         renderer = ObjectRenderer(self._printer)
         writes = WriteSteps(
             dry_run=dry_run or AcceptDryRun(),
-            admission=admission if admission is not None else webhook_admission(self.store),
+            admission=(
+                admission
+                if admission is not None
+                else webhook_admission(self.store, caller=self._webhook_connections)
+            ),
             fields=field_manager or ManagedFields(self.store),
             hooks=WriteHooks(self.write_hooks),
         )
@@ -214,6 +221,8 @@ class KubeAPIServer:
                 self._task_group = None
                 self._loop_thread = None
                 self._watches.clear()
+                with anyio.CancelScope(shield=True):
+                    await self._webhook_connections.aclose()
 
     # ------------------------------------------------------------------ state
 
