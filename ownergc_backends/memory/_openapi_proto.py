@@ -183,66 +183,52 @@ def _schema(spec: Any) -> bytes:
     return m.done()
 
 
+def _primitive_fields(m: _Message, spec: Mapping[str, Any], first: int) -> None:
+    """The fields ``PrimitivesItems`` and the non-body parameter sub-schemas share, in the
+    same order from ``type`` (numbered from ``first``) to the vendor extensions."""
+    m.string(first, spec.get("type"))
+    m.string(first + 1, spec.get("format"))
+    if isinstance(spec.get("items"), dict):
+        m.bytes_field(first + 2, _primitives(spec["items"]))
+    m.string(first + 3, spec.get("collectionFormat"))
+    if "default" in spec:
+        m.bytes_field(first + 4, _any(spec["default"]))
+    m.double(first + 5, spec.get("maximum"))
+    m.boolean(first + 6, spec.get("exclusiveMaximum"))
+    m.double(first + 7, spec.get("minimum"))
+    m.boolean(first + 8, spec.get("exclusiveMinimum"))
+    m.int64(first + 9, spec.get("maxLength"))
+    m.int64(first + 10, spec.get("minLength"))
+    m.string(first + 11, spec.get("pattern"))
+    m.int64(first + 12, spec.get("maxItems"))
+    m.int64(first + 13, spec.get("minItems"))
+    m.boolean(first + 14, spec.get("uniqueItems"))
+    _anys(m, first + 15, spec.get("enum"))
+    m.double(first + 16, spec.get("multipleOf"))
+    _extensions(m, first + 17, spec)
+
+
 def _primitives(spec: Any) -> bytes:
     """``PrimitivesItems`` (a non-body parameter's ``items``)."""
-    m = _Message()
     if not isinstance(spec, dict):
         return b""
-    m.string(1, spec.get("type"))
-    m.string(2, spec.get("format"))
-    if isinstance(spec.get("items"), dict):
-        m.bytes_field(3, _primitives(spec["items"]))
-    m.string(4, spec.get("collectionFormat"))
-    if "default" in spec:
-        m.bytes_field(5, _any(spec["default"]))
-    m.double(6, spec.get("maximum"))
-    m.boolean(7, spec.get("exclusiveMaximum"))
-    m.double(8, spec.get("minimum"))
-    m.boolean(9, spec.get("exclusiveMinimum"))
-    m.int64(10, spec.get("maxLength"))
-    m.int64(11, spec.get("minLength"))
-    m.string(12, spec.get("pattern"))
-    m.int64(13, spec.get("maxItems"))
-    m.int64(14, spec.get("minItems"))
-    m.boolean(15, spec.get("uniqueItems"))
-    _anys(m, 16, spec.get("enum"))
-    m.double(17, spec.get("multipleOf"))
-    _extensions(m, 18, spec)
+    m = _Message()
+    _primitive_fields(m, spec, 1)
     return m.done()
 
 
 def _sub_schema(spec: Mapping[str, Any], *, allow_empty: bool) -> bytes:
-    """The header / formData / query / path parameter sub-schemas share one layout
-    apart from ``allowEmptyValue`` (query and formData only), which shifts the rest."""
+    """The header / formData / query / path parameter sub-schemas: required, in,
+    description, name, then (query and formData only) ``allowEmptyValue``, then the
+    primitive fields."""
     m = _Message()
     m.boolean(1, spec.get("required"))
     m.string(2, spec.get("in"))
     m.string(3, spec.get("description"))
     m.string(4, spec.get("name"))
-    shift = 0
     if allow_empty:
         m.boolean(5, spec.get("allowEmptyValue"))
-        shift = 1
-    m.string(5 + shift, spec.get("type"))
-    m.string(6 + shift, spec.get("format"))
-    if isinstance(spec.get("items"), dict):
-        m.bytes_field(7 + shift, _primitives(spec["items"]))
-    m.string(8 + shift, spec.get("collectionFormat"))
-    if "default" in spec:
-        m.bytes_field(9 + shift, _any(spec["default"]))
-    m.double(10 + shift, spec.get("maximum"))
-    m.boolean(11 + shift, spec.get("exclusiveMaximum"))
-    m.double(12 + shift, spec.get("minimum"))
-    m.boolean(13 + shift, spec.get("exclusiveMinimum"))
-    m.int64(14 + shift, spec.get("maxLength"))
-    m.int64(15 + shift, spec.get("minLength"))
-    m.string(16 + shift, spec.get("pattern"))
-    m.int64(17 + shift, spec.get("maxItems"))
-    m.int64(18 + shift, spec.get("minItems"))
-    m.boolean(19 + shift, spec.get("uniqueItems"))
-    _anys(m, 20 + shift, spec.get("enum"))
-    m.double(21 + shift, spec.get("multipleOf"))
-    _extensions(m, 22 + shift, spec)
+    _primitive_fields(m, spec, 6 if allow_empty else 5)
     return m.done()
 
 
