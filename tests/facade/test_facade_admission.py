@@ -304,6 +304,43 @@ def test_a_validating_hook_can_refuse_a_patch(
     assert stored is not None and not stored["metadata"].get("labels")
 
 
+def test_server_side_apply_is_admitted_like_any_write(
+    store: InMemoryStore, server: KubeAPIServer, kubectl: Kubectl, hook: Hook, tmp_path: Path
+) -> None:
+    """``kubectl apply --server-side`` goes through the webhooks: a mutating hook's label is
+    stored (and the apply's managedFields kept), a validating hook can refuse it."""
+
+    def answer(review: JSONDict) -> JSONDict:
+        if review["path"].endswith("/mutate"):
+            return _patch({"op": "add", "path": "/metadata/labels", "value": {"team": "a"}})
+        data = review["request"]["object"].get("data") or {}
+        if data.get("color") == "red":
+            return {"allowed": False, "status": {"message": "no red"}}
+        return {"allowed": True}
+
+    hook.answer = answer
+    mutate = webhook("label.example.com", hook)
+    mutate["clientConfig"]["url"] = hook.url + "/mutate"
+    register(store, "Mutating", "labeller", mutate)
+    register(store, "Validating", "guard", webhook("guard.example.com", hook))
+    manifest = tmp_path / "cm.yaml"
+    text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ssa, namespace: default}\n"
+    manifest.write_text(text + "data: {color: blue}\n")
+    kubectl.run("apply", "--server-side", "-f", str(manifest))
+    stored = store.get_object("v1", "ConfigMap", "ssa", "default")
+    assert stored is not None and stored["metadata"]["labels"] == {"team": "a"}
+    assert {e["operation"] for e in stored["metadata"]["managedFields"]} == {"Apply"}
+    assert [r["request"]["operation"] for r in hook.reviews] == ["CREATE", "CREATE"]
+
+    manifest.write_text(text + "data: {color: red}\n")
+    refused = kubectl.run("apply", "--server-side", "-f", str(manifest), check=False)
+    assert refused.returncode != 0
+    assert 'admission webhook "guard.example.com" denied the request: no red' in refused.stderr
+    assert hook.reviews[-1]["request"]["operation"] == "UPDATE"
+    stored = store.get_object("v1", "ConfigMap", "ssa", "default")
+    assert stored is not None and stored["data"] == {"color": "blue"}
+
+
 def test_a_validating_hook_on_delete_sees_the_old_object_and_can_refuse(
     store: InMemoryStore, server: KubeAPIServer, kubectl: Kubectl, hook: Hook
 ) -> None:

@@ -16,6 +16,7 @@ refused with 415, as the facade always answered it.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from ownergc._kit.http import Request
@@ -25,7 +26,13 @@ from ownergc.protocols import JSONDict
 from .admission import AdmissionAttributes
 from .context import ResourceRoute, UserInfo
 
-__all__ = ["APPLY_PATCH", "FieldManager", "NoFieldManagement", "unsupported_patch_type"]
+__all__ = [
+    "APPLY_PATCH",
+    "ApplyAdmission",
+    "FieldManager",
+    "NoFieldManagement",
+    "unsupported_patch_type",
+]
 
 #: The content type of a server-side apply patch.
 APPLY_PATCH = "application/apply-patch+yaml"
@@ -50,6 +57,11 @@ def manager_name(request: Request) -> str:
     return request.headers.get("user-agent", "").split("/", 1)[0][:128]
 
 
+#: Admission of an apply's result: (operation ``CREATE``/``UPDATE``, the object to store,
+#: the live object or None) -> the object to store after the mutating plugins.
+ApplyAdmission = Callable[[str, JSONDict, "JSONDict | None"], Awaitable[JSONDict]]
+
+
 class FieldManager(Protocol):
     #: True when :meth:`on_write` needs ``attrs.old_obj`` (the handlers then read it).
     wants_old_object: bool
@@ -65,9 +77,11 @@ class FieldManager(Protocol):
         *,
         user: UserInfo,
         dry_run: bool,
+        admit: ApplyAdmission | None = None,
     ) -> tuple[JSONDict, bool]:
         """Server-side apply of ``request.body`` to the object ``route`` names; the result
-        and whether the apply created it (answered 201)."""
+        and whether the apply created it (answered 201). ``admit`` runs admission on the
+        object the apply would store, before it is written."""
         ...
 
 
@@ -86,6 +100,7 @@ class NoFieldManagement:
         *,
         user: UserInfo,
         dry_run: bool,
+        admit: ApplyAdmission | None = None,
     ) -> tuple[JSONDict, bool]:
         raise unsupported_patch_type(
             APPLY_PATCH, " (server-side apply is not supported by this server)"

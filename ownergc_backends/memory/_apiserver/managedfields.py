@@ -38,6 +38,7 @@ from .._objects import format_time
 from ..store import InMemoryStore, PatchRaced
 from .admission import AdmissionAttributes
 from .context import ResourceRoute, UserInfo
+from .fieldmanager import ApplyAdmission
 
 __all__ = ["ManagedFields"]
 
@@ -156,8 +157,11 @@ class ManagedFields:
         *,
         user: UserInfo,
         dry_run: bool,
+        admit: ApplyAdmission | None = None,
     ) -> tuple[JSONDict, bool]:
-        """Server-side apply of the request body as ``fieldManager``: create or merge."""
+        """Server-side apply of the request body as ``fieldManager``: create or merge;
+        ``admit`` sees the object the apply would store (kube-apiserver admits an apply
+        like any other write)."""
         manager = request.param("fieldManager")
         if not manager:
             raise _required_manager()
@@ -213,10 +217,13 @@ class ManagedFields:
                     result.message, reason="Conflict", details={"causes": result.causes()}
                 )
             last = attempt == self.attempts - 1
+            to_store = result.object
+            if admit is not None and (live is None or result.changed):
+                to_store = await admit("CREATE" if live is None else "UPDATE", to_store, live)
             if live is None:
                 try:
                     created = await self.store.create(
-                        resource, result.object, namespace=route.namespace, dry_run=dry_run
+                        resource, to_store, namespace=route.namespace, dry_run=dry_run
                     )
                     return created, True
                 except AlreadyExists:
@@ -228,7 +235,7 @@ class ManagedFields:
             try:
                 updated = await self.store.update(
                     resource,
-                    result.object,
+                    to_store,
                     namespace=route.namespace,
                     subresource=route.subresource,
                     patched_from=(live.get("metadata") or {}).get("resourceVersion"),

@@ -208,7 +208,7 @@ def _old_object(store: InMemoryStore, route: ResourceRoute) -> Callable[[], Awai
     return read
 
 
-def _known(obj: JSONDict) -> Callable[[], Awaitable[JSONDict | None]]:
+def _known(obj: JSONDict | None) -> Callable[[], Awaitable[JSONDict | None]]:
     async def read() -> JSONDict | None:
         return obj
 
@@ -390,8 +390,15 @@ class PatchHandler:
         )
         content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if content_type == APPLY_PATCH:
+
+            async def admit(operation: str, obj: JSONDict, live: JSONDict | None) -> JSONDict:
+                attrs = await self.writes.admit(
+                    ctx, operation, route, obj, dry_run=dry_run, old=_known(live)
+                )
+                return attrs.obj if attrs.obj is not None else obj
+
             applied, created = await self.writes.fields.apply(
-                request, route, user=ctx.user, dry_run=dry_run
+                request, route, user=ctx.user, dry_run=dry_run, admit=admit
             )
             verb = "create" if created else "patch"
             await self.writes.hooks.run(verb, route.resource, applied, dry_run=dry_run)
