@@ -324,3 +324,22 @@ def _validate_delete_options(
     if errors:
         raise _invalid("DeleteOptions", "", errors, "meta.k8s.io")
     return parsed
+
+
+#: The label kube-apiserver defaults on every Namespace to its name (1.21+).
+NAMESPACE_NAME_LABEL: Final = "kubernetes.io/metadata.name"
+
+
+def default_namespace_label(group: str, resource: str, obj: Any) -> None:
+    """Defaulting of a Namespace as it is decoded: ``kubernetes.io/metadata.name`` set to
+    its name (any other value replaced), before the field manager sees the object, so
+    the writer owns the label, as on a real server."""
+    if group or resource != "namespaces" or not isinstance(obj, dict):
+        return
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
+        return
+    labels = meta.get("labels")
+    if labels is None or isinstance(labels, dict):
+        # A new dict: the caller's labels may be shared with other objects.
+        meta["labels"] = {**(labels or {}), NAMESPACE_NAME_LABEL: meta["name"]}

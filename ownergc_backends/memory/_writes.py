@@ -54,6 +54,7 @@ from ._objects import (
     _ordered,
     _spec_changed,
     _Storage,
+    default_namespace_label,
     format_time,
 )
 from ._patch import (
@@ -244,6 +245,8 @@ class WriteRules:
         errors += validate_owner_references(meta.get("ownerReferences", []))
         if errors:
             raise invalid(bucket, name, errors)
+        if not load:
+            default_namespace_label(spec.group, spec.resource, {"metadata": meta})
         if bucket.lookup(ns, name) is not None:
             raise AlreadyExists(
                 f'{bucket.group_resource} "{name}" already exists',
@@ -335,6 +338,7 @@ class WriteRules:
             meta["namespace"] = namespace
         else:
             meta.pop("namespace", None)
+        default_namespace_label(spec.group, spec.resource, {"metadata": meta})
         rv = meta.get("resourceVersion")
         if rv is None:
             if not is_patch and not spec.allow_unconditional_update:

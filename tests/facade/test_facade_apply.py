@@ -67,18 +67,15 @@ def test_every_recorded_exchange_is_answered_as_the_real_server(server: KubeAPIS
         for part in ("data", "spec"):
             if part in expected and expected["kind"] in ("ConfigMap",):
                 assert body.get(part) == expected[part], (note, part)
-        # Known gap: the store does not add a Namespace's kubernetes.io/metadata.name
-        # label, so neither the label nor its owner is there as on the real server; the
-        # review kinds are answered without the write pipeline (no managedFields).
+        # The review kinds are answered without the write pipeline (no managedFields).
         if (expected.get("metadata") or {}).get("managedFields") is not None and expected[
             "kind"
-        ] not in ("Namespace", "SelfSubjectAccessReview"):
+        ] != "SelfSubjectAccessReview":
             assert _entries(body) == _entries(expected), note
             checked += 1
-        if expected["kind"] != "Namespace":
-            assert (body.get("metadata") or {}).get("labels") == (
-                expected.get("metadata") or {}
-            ).get("labels"), note
+        assert (body.get("metadata") or {}).get("labels") == (
+            expected.get("metadata") or {}
+        ).get("labels"), note
     assert checked >= 8
 
 

@@ -28,6 +28,7 @@ from .._negotiation import (
     object_body,
     query_flag,
 )
+from .._objects import default_namespace_label
 from .._pages import ContinuePages, limit_of
 from .._printing import _partial, _table
 from .._selectors import _filter_from
@@ -312,6 +313,7 @@ class CreateHandler:
             request.query.get("dryRun"), options_kind="CreateOptions"
         )
         body = object_body(request, "the object to create")
+        default_namespace_label(route.resource.group, route.resource.resource, body)
         attrs = await self.writes.admit(ctx, "CREATE", route, body, dry_run=dry_run)
         # The body as sent (the store answers a non-object with its own 400/422).
         obj: Any = self.writes.fields.on_write(attrs, manager_name(request))
@@ -348,6 +350,7 @@ class UpdateHandler:
                         f"({route.name})",
                         reason="BadRequest",
                     )
+        default_namespace_label(route.resource.group, route.resource.resource, body)
         attrs = await self.writes.admit(
             ctx, "UPDATE", route, body, dry_run=dry_run, old=_old_object(self.store, route)
         )
@@ -430,6 +433,7 @@ class PatchHandler:
                 patch_type=patch_type,
                 namespace=route.namespace,
             )
+            default_namespace_label(route.resource.group, route.resource.resource, result)
             attrs = await self.writes.admit(
                 ctx,
                 "UPDATE",
