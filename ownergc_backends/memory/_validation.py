@@ -57,7 +57,10 @@ class FieldError:
         return f"{self.field}: {label}: {self.detail}"
 
     def cause(self) -> dict[str, str]:
-        return {"reason": self.reason, "message": self.message(), "field": self.field}
+        # A Status cause carries the field apart and the message without it
+        # (k8s ``field.Error.ErrorBody``), as kube-apiserver answers.
+        body = self.message().removeprefix(f"{self.field}: ")
+        return {"reason": self.reason, "message": body, "field": self.field}
 
 
 class MetadataTypeError(ValueError):
@@ -300,3 +303,33 @@ def immutable(field: str, new: Any, old: Any) -> list[FieldError]:
     if json_equal(new, old):
         return []
     return [FieldError(field, "FieldValueInvalid", "field is immutable", new)]
+
+
+def null_type_errors(schema: Any, value: Any, path: str = "") -> list[FieldError]:
+    """A custom resource's ``null`` values where its structural schema wants a type and
+    does not say ``nullable``: kube-apiserver refuses them (``spec.ports in body must be of
+    type array: "null"``). Only nulls are checked here; other type errors are not."""
+    errors: list[FieldError] = []
+    if not isinstance(schema, dict):
+        return errors
+    if isinstance(value, dict):
+        properties = schema.get("properties")
+        if not isinstance(properties, dict):
+            return errors
+        for key, item in value.items():
+            sub = properties.get(key)
+            if not isinstance(sub, dict):
+                continue
+            where = f"{path}.{key}" if path else str(key)
+            if item is None:
+                kind = sub.get("type")
+                if isinstance(kind, str) and not sub.get("nullable"):
+                    detail = f'{where} in body must be of type {kind}: "null"'
+                    errors.append(FieldError(where, "FieldValueInvalid", detail, "null"))
+            else:
+                errors += null_type_errors(sub, item, where)
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for index, item in enumerate(value):
+            if item is not None:
+                errors += null_type_errors(schema["items"], item, f"{path}[{index}]")
+    return errors

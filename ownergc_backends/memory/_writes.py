@@ -67,6 +67,7 @@ from ._validation import (
     FINALIZER_ORPHAN,
     FieldError,
     immutable,
+    null_type_errors,
     validate_finalizers,
     validate_name,
     validate_owner_references,
@@ -243,6 +244,8 @@ class WriteRules:
             errors += validate_name(name, spec.name_rule.value)
         errors += validate_finalizers(meta.get("finalizers", []))
         errors += validate_owner_references(meta.get("ownerReferences", []))
+        if not load:
+            errors += self._custom_resource_errors(bucket, version, body)
         if errors:
             raise invalid(bucket, name, errors)
         if not load:
@@ -399,6 +402,8 @@ class WriteRules:
         )
         errors += validate_finalizers(finalizers)
         errors += validate_owner_references(meta.get("ownerReferences", []))
+        stored_version = str(existing["apiVersion"]).rpartition("/")[2]
+        errors += self._custom_resource_errors(bucket, stored_version, body)
         if errors:
             raise invalid(bucket, name, errors)
 
@@ -517,6 +522,21 @@ class WriteRules:
         if not dry_run:
             self.remove_locked(bucket, namespace, name, existing, wake)
         return None
+
+    def _custom_resource_errors(
+        self, bucket: _Storage, version: str, body: JSONDict
+    ) -> list[FieldError]:
+        """What the CRD's structural schema refuses in a custom resource (nulls where a
+        type is required; see :func:`null_type_errors`)."""
+        crd = self._registry.crd_serving(bucket)
+        if crd is None:
+            return []
+        for entry in (crd.get("spec") or {}).get("versions") or ():
+            if isinstance(entry, dict) and entry.get("name") == version:
+                schema = (entry.get("schema") or {}).get("openAPIV3Schema")
+                content = {k: v for k, v in body.items() if k != "metadata"}
+                return null_type_errors(schema, content)
+        return []
 
     def _api_service_availability(self, svc: JSONDict, now: str) -> None:
         """kube-aggregator's availability check, for an APIService that states none.
