@@ -46,6 +46,7 @@ from ._deletion import (
     mark_as_deleting,
     should_delete_during_update,
 )
+from ._fieldmanager.schema import version_schema
 from ._objects import (
     _GENERATE_NAME_ALPHABET,
     IMMORTAL_NAMESPACES,
@@ -529,14 +530,10 @@ class WriteRules:
         """What the CRD's structural schema refuses in a custom resource (nulls where a
         type is required; see :func:`null_type_errors`)."""
         crd = self._registry.crd_serving(bucket)
-        if crd is None:
+        schema = version_schema(crd, version) if crd is not None else None
+        if schema is None:
             return []
-        for entry in (crd.get("spec") or {}).get("versions") or ():
-            if isinstance(entry, dict) and entry.get("name") == version:
-                schema = (entry.get("schema") or {}).get("openAPIV3Schema")
-                content = {k: v for k, v in body.items() if k != "metadata"}
-                return null_type_errors(schema, content)
-        return []
+        return null_type_errors(schema, {k: v for k, v in body.items() if k != "metadata"})
 
     def _api_service_availability(self, svc: JSONDict, now: str) -> None:
         """kube-aggregator's availability check, for an APIService that states none.

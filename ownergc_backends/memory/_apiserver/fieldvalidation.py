@@ -23,6 +23,7 @@ from typing import Any, Final
 from ownergc.errors import BadRequest
 from ownergc.protocols import APIResource, JSONDict
 
+from .._fieldmanager.schema import version_schema
 from .._negotiation import _Response
 from .._openapi import builtin_v2
 from .._protobuf import PROTOBUF
@@ -110,15 +111,13 @@ class FieldValidation:
         crd = self.store.crd_for(resource)
         if crd is None:
             return self._builtin_schema(resource)
-        for version in (crd.get("spec") or {}).get("versions") or []:
-            if version.get("name") == resource.version:
-                schema = (version.get("schema") or {}).get("openAPIV3Schema")
-                if isinstance(schema, dict):
-                    # The apiserver always knows the object's own envelope.
-                    properties: JSONDict = {"apiVersion": {}, "kind": {}, "metadata": {}}
-                    properties.update(schema.get("properties") or {})
-                    return {**schema, "properties": properties}
-        return None
+        schema = version_schema(crd, resource.version)
+        if schema is None:
+            return None
+        # The apiserver always knows the object's own envelope.
+        properties: JSONDict = {"apiVersion": {}, "kind": {}, "metadata": {}}
+        properties.update(schema.get("properties") or {})
+        return {**schema, "properties": properties}
 
     def check(self, ctx: RequestContext, resource: APIResource) -> list[str]:
         """The warnings to send; raises BadRequest for ``Strict`` with unknown fields."""

@@ -44,6 +44,7 @@ __all__ = [
     "strategic_list_facts",
     "strategic_merge_keys",
     "untyped",
+    "version_schema",
 ]
 
 NodeKind = Literal["scalar", "struct", "map", "list", "untyped"]
@@ -324,6 +325,18 @@ def strategic_list_facts(node: Node) -> Iterator[tuple[tuple[str, ...], str, str
                 stack.append(((*path, name), current.child(name), below))
 
 
+def version_schema(crd: Any, version: str) -> dict[str, Any] | None:
+    """The ``openAPIV3Schema`` a CustomResourceDefinition gives ``version`` (None when the
+    version is not listed or has no schema)."""
+    spec = crd.get("spec") if isinstance(crd, dict) else None
+    for entry in (spec.get("versions") if isinstance(spec, dict) else None) or ():
+        if isinstance(entry, dict) and entry.get("name") == version:
+            schema = entry.get("schema")
+            raw = schema.get("openAPIV3Schema") if isinstance(schema, dict) else None
+            return raw if isinstance(raw, dict) else None
+    return None
+
+
 def crd_version_schema(crd: Mapping[str, Any], version: str) -> Node:
     """The merge type of one served version of a CustomResourceDefinition object.
 
@@ -331,17 +344,9 @@ def crd_version_schema(crd: Mapping[str, Any], version: str) -> Node:
     model: maps merge key by key and lists are atomic, as the server does
     for a schemaless custom resource.
     """
-    spec = crd.get("spec")
-    if not isinstance(spec, Mapping):
+    if not isinstance(crd.get("spec"), Mapping):
         raise SchemaError("a CustomResourceDefinition needs a spec")
-    for entry in spec.get("versions") or ():
-        if isinstance(entry, Mapping) and entry.get("name") == version:
-            schema = entry.get("schema")
-            if isinstance(schema, Mapping):
-                raw = schema.get("openAPIV3Schema")
-                return crd_schema(raw if isinstance(raw, Mapping) else None)
-            break
-    return crd_schema(None)
+    return crd_schema(version_schema(crd, version))
 
 
 def strategic_merge_keys(node: Node) -> dict[tuple[str, ...], str]:
