@@ -17,7 +17,9 @@ from typing import Any
 from ownergc.errors import Invalid
 from ownergc.protocols import JSONDict
 
-__all__ = ["replicas_patch", "selector_string", "to_scale"]
+from ._selectors import selector_string
+
+__all__ = ["replicas_patch", "to_scale"]
 
 ScalePaths = tuple[str, str, str | None]
 
@@ -30,37 +32,6 @@ def _at(obj: Any, path: str | None) -> Any:
     for key in _segments(path or ""):
         obj = obj.get(key) if isinstance(obj, dict) else None
     return obj
-
-
-def selector_string(selector: Any) -> str:
-    """A workload's ``spec.selector`` as a label selector string: a LabelSelector
-    (``matchLabels`` / ``matchExpressions``), or a ReplicationController's plain map.
-    Requirements are sorted by key and each value set sorted, as Kubernetes prints
-    them; an empty or malformed selector is the empty string."""
-    if not isinstance(selector, dict):
-        return ""
-    if "matchLabels" in selector or "matchExpressions" in selector:
-        labels = selector.get("matchLabels") or {}
-        expressions = selector.get("matchExpressions") or []
-    else:
-        labels, expressions = selector, []
-    requirements: list[tuple[str, str]] = []
-    if isinstance(labels, dict):
-        requirements += [(str(k), f"{k}={v}") for k, v in labels.items()]
-    for expression in expressions if isinstance(expressions, list) else []:
-        if not isinstance(expression, dict):
-            continue
-        key, operator = str(expression.get("key", "")), expression.get("operator")
-        values = ",".join(sorted(str(v) for v in expression.get("values") or []))
-        text = {
-            "In": f"{key} in ({values})",
-            "NotIn": f"{key} notin ({values})",
-            "Exists": key,
-            "DoesNotExist": f"!{key}",
-        }.get(str(operator))
-        if text is not None:
-            requirements.append((key, text))
-    return ",".join(text for _, text in sorted(requirements, key=lambda r: r[0]))
 
 
 def to_scale(obj: JSONDict, paths: ScalePaths) -> JSONDict:

@@ -26,6 +26,7 @@ __all__ = [
     "_split_selector",
     "parse_field_selector",
     "parse_label_selector",
+    "selector_string",
 ]
 
 
@@ -154,3 +155,35 @@ def _filter_from(request: Request) -> _Filter:
         labels=tuple(parse_label_selector(labels)) if labels else (),
         fields=tuple(parse_field_selector(fields)) if fields else (),
     )
+
+
+def selector_string(selector: Any) -> str:
+    """A workload's ``spec.selector`` as a label selector string (a Scale's
+    ``status.selector``, the SELECTOR column of ``kubectl get -o wide``): a LabelSelector
+    (``matchLabels`` / ``matchExpressions``), or a ReplicationController's plain map.
+    Requirements are sorted by key and each value set sorted, as Kubernetes prints
+    them; an empty or malformed selector is the empty string."""
+    if not isinstance(selector, dict):
+        return ""
+    if "matchLabels" in selector or "matchExpressions" in selector:
+        labels = selector.get("matchLabels") or {}
+        expressions = selector.get("matchExpressions") or []
+    else:
+        labels, expressions = selector, []
+    requirements: list[tuple[str, str]] = []
+    if isinstance(labels, dict):
+        requirements += [(str(k), f"{k}={v}") for k, v in labels.items()]
+    for expression in expressions if isinstance(expressions, list) else []:
+        if not isinstance(expression, dict):
+            continue
+        key, operator = str(expression.get("key", "")), expression.get("operator")
+        values = ",".join(sorted(str(v) for v in expression.get("values") or []))
+        text = {
+            "In": f"{key} in ({values})",
+            "NotIn": f"{key} notin ({values})",
+            "Exists": key,
+            "DoesNotExist": f"!{key}",
+        }.get(str(operator))
+        if text is not None:
+            requirements.append((key, text))
+    return ",".join(text for _, text in sorted(requirements, key=lambda r: r[0]))

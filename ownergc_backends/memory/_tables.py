@@ -17,6 +17,8 @@ from typing import Any
 
 from ownergc.protocols import APIResource, JSONDict
 
+from ._selectors import selector_string
+
 __all__ = ["Printer", "printer_for"]
 
 Cell = str | int | float | bool | None
@@ -156,8 +158,7 @@ def _containers(obj: JSONDict) -> tuple[str, str]:
 
 
 def _selector(obj: JSONDict) -> str:
-    labels = (_spec(obj).get("selector") or {}).get("matchLabels") or {}
-    return _none(",".join(f"{k}={v}" for k, v in sorted(labels.items())))
+    return _none(selector_string(_spec(obj).get("selector")))
 
 
 def _deployment_cells(obj: JSONDict, age: Age) -> list[Cell]:

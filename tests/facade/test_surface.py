@@ -162,3 +162,41 @@ def test_the_openapi_documents_are_published(server: KubeAPIServer, store: InMem
     assert v3.status == 200 and v3.json()["openapi"].startswith("3.")
     assert "io.k8s.api.apps.v1.Deployment" in v3.json()["components"]["schemas"]
     assert request(server, "GET", "/openapi/v3/apis/nothing.example.com/v1").status == 404
+
+
+def test_a_selector_is_written_as_kube_apiserver_writes_it() -> None:
+    """One function writes a workload's selector for its Scale and for the SELECTOR column
+    of ``kubectl get -o wide``: requirements sorted by key, value sets sorted."""
+    from ownergc_backends.memory._selectors import selector_string
+
+    selector = {
+        "matchLabels": {"app": "d", "a": "b"},
+        "matchExpressions": [
+            {"key": "tier", "operator": "In", "values": ["y", "x"]},
+            {"key": "z", "operator": "DoesNotExist"},
+            {"key": "env", "operator": "NotIn", "values": ["prod"]},
+            {"key": "has", "operator": "Exists"},
+        ],
+    }
+    assert selector_string(selector) == "a=b,app=d,env notin (prod),has,tier in (x,y),!z"
+    assert selector_string({"app": "rc"}) == "app=rc"  # a ReplicationController's map
+    assert selector_string(None) == ""
+
+
+def test_the_selector_column_shows_match_expressions(store: InMemoryStore) -> None:
+    from ownergc_backends.memory._tables import printer_for
+
+    deployments = store.resource_for("apps/v1", "Deployment")
+    printer = printer_for(deployments, None)
+    names = [c["name"] for c in printer.columns]
+    obj = {
+        "metadata": {"name": "d"},
+        "spec": {
+            "selector": {
+                "matchLabels": {"app": "d"},
+                "matchExpressions": [{"key": "tier", "operator": "In", "values": ["b", "a"]}],
+            }
+        },
+    }
+    cells = printer.cells(obj, lambda meta: "1m")
+    assert cells[names.index("Selector")] == "app=d,tier in (a,b)"
