@@ -325,9 +325,6 @@ class OwnerGCStore:
     def subresources_of(self, resource: APIResource) -> frozenset[str]:
         return self.store.subresources_of(resource)
 
-    def custom_resource_definitions(self) -> builtins.list[JSONDict]:
-        return self.store.custom_resource_definitions()
-
     def scale_paths_of(self, resource: APIResource) -> tuple[str, str, str | None] | None:
         return self.store.scale_paths_of(resource)
 

@@ -643,13 +643,3 @@ class KeptConnections:
 class _Stale(Exception):
     """A kept connection the webhook closed before answering: retry on a new one."""
 
-
-async def post_review(
-    url: str, context: ssl.SSLContext | None, server_name: str, body: bytes, timeout: float
-) -> tuple[int, bytes]:
-    """One HTTPS POST of an AdmissionReview on a fresh connection (HTTP/1.1 by h11)."""
-    pool = KeptConnections()
-    try:
-        return await pool(url, context, server_name, body, timeout)
-    finally:
-        await pool.aclose()

@@ -566,15 +566,6 @@ class InMemoryStore:
             crd = self._registry.crd_serving(self._registry.bucket_for(resource))
             return copy.deepcopy(crd) if crd is not None else None
 
-    def custom_resource_definitions(self) -> builtins.list[JSONDict]:
-        """Every stored CustomResourceDefinition (copies): what the published OpenAPI
-        documents add to the built-in kinds."""
-        with self._lock:
-            bucket = self._registry.bucket("apiextensions.k8s.io", "customresourcedefinitions")
-            if bucket is None:
-                return []
-            return [render(bucket, o, "v1", False) for o in bucket.iter_sorted(None)]
-
     def subresources_of(self, resource: APIResource) -> frozenset[str]:
         """The subresources ``resource`` serves (``status`` / ``scale`` of a CRD)."""
         with self._lock:

@@ -53,7 +53,8 @@ class PublishedOpenAPI:
     """The built-in and CRD schemas, as kube-apiserver publishes them (v2 and v3)."""
 
     def __init__(self, store: InMemoryStore) -> None:
-        self.documents = OpenAPIDocuments(store.custom_resource_definitions)
+        crds = store.resource_for("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+        self.documents = OpenAPIDocuments(lambda: store.objects_of(crds))
 
     def serve(self, request: Request, path: str) -> _Response | None:
         if path == "/openapi/v2":

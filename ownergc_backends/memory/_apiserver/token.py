@@ -21,14 +21,14 @@ import hmac
 import json
 import secrets
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import Any, Final
 
 from ownergc.errors import BadRequest, MethodNotAllowed
 from ownergc.protocols import JSONDict
 
 from .._negotiation import _json_response, object_body
-from .._objects import _invalid
+from .._objects import _invalid, format_time
 from .._validation import FieldError
 from ..store import InMemoryStore
 from .context import Reply, RequestContext, ResourceRoute
@@ -46,14 +46,6 @@ def _b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
 
 
-def _utc_now() -> datetime:
-    return datetime.now(timezone.utc)
-
-
-def _timestamp(moment: datetime) -> str:
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 class TokenRequestHandler:
     """POST ``/api/v1/namespaces/<ns>/serviceaccounts/<name>/token``."""
 
@@ -61,12 +53,13 @@ class TokenRequestHandler:
         self,
         store: InMemoryStore,
         *,
-        clock: Callable[[], datetime] = _utc_now,
+        clock: Callable[[], datetime] | None = None,
         issuer: str = DEFAULT_AUDIENCE,
         key: bytes | None = None,
     ) -> None:
         self.store = store
-        self.clock = clock
+        #: The store's clock unless given (what stamps its objects' timestamps).
+        self.clock = clock or store.now
         self.issuer = issuer
         self.key = key if key is not None else secrets.token_bytes(32)
 
@@ -122,7 +115,7 @@ class TokenRequestHandler:
                 "expirationSeconds": seconds,
                 "boundObjectRef": spec.get("boundObjectRef"),
             },
-            "status": {"token": token, "expirationTimestamp": _timestamp(expires)},
+            "status": {"token": token, "expirationTimestamp": format_time(expires)},
         }
         return _json_response(201, answer)
 

@@ -26,6 +26,7 @@ from ownergc.errors import NotFound, RESTMappingError
 from ownergc.protocols import APIResource, JSONDict
 
 from .. import _webhooks
+from .._objects import NAMESPACE_NAME_LABEL
 from .._resources import BUILTIN_RESOURCES
 from ..store import InMemoryStore
 from .admission import AdmissionAttributes, AdmissionChain
@@ -44,7 +45,6 @@ MUTATING: Final = APIResource(
 VALIDATING: Final = APIResource(
     _REG, "v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration", False
 )
-NAME_LABEL: Final = "kubernetes.io/metadata.name"
 #: The options kind each operation's AdmissionReview carries.
 _OPTIONS_KIND: Final = {
     "CREATE": "CreateOptions",
@@ -80,7 +80,7 @@ class StoreWebhookSource:
         plain = {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {}
         # kube-apiserver labels every namespace with its name (the recorded 1.24 cluster's
         # namespaces carry it); selectors such as deploy/webhook's rely on it.
-        plain[NAME_LABEL] = name
+        plain[NAMESPACE_NAME_LABEL] = name
         return plain
 
     def equivalents(self, group: str, resource: str) -> Sequence[tuple[str, str, str, str]]:
