@@ -28,6 +28,7 @@ from typing import Any, Final
 from ownergc.protocols import JSONDict
 
 from ._fieldmanager.schema import openapi_document
+from ._negotiation import _encode
 from ._openapi_proto import encode_openapi_v2
 
 __all__ = ["OpenAPIDocuments", "builtin_v2", "definition_name"]
@@ -198,7 +199,7 @@ class OpenAPIDocuments:
         """``v2()`` encoded, kept until the CRDs change (it is megabytes)."""
         self._refresh()
         if "json" not in self._encoded:
-            self._encoded["json"] = json.dumps(self._v2, separators=(",", ":")).encode()
+            self._encoded["json"] = _encode(self._v2)
         return self._encoded["json"]
 
     def v2_protobuf(self) -> bytes:
