@@ -164,11 +164,9 @@ def _dispatch_attributes(attrs: AdmissionAttributes) -> _webhooks.AdmissionAttri
 class MutatingWebhooks:
     """``MutatingAdmissionWebhook``: JSONPatches from the matching hooks, in order."""
 
-    def __init__(
-        self, store: InMemoryStore, *, caller: _webhooks.WebhookCaller | None = None
-    ) -> None:
+    def __init__(self, store: InMemoryStore, dispatcher: _webhooks.WebhookAdmission) -> None:
         self.store = store
-        self.dispatcher = _webhooks.WebhookAdmission(StoreWebhookSource(store), caller=caller)
+        self.dispatcher = dispatcher
 
     @property
     def wants_old_object(self) -> bool:
@@ -187,11 +185,9 @@ class MutatingWebhooks:
 class ValidatingWebhooks:
     """``ValidatingAdmissionWebhook``: the matching hooks at once; any may refuse."""
 
-    def __init__(
-        self, store: InMemoryStore, *, caller: _webhooks.WebhookCaller | None = None
-    ) -> None:
+    def __init__(self, store: InMemoryStore, dispatcher: _webhooks.WebhookAdmission) -> None:
         self.store = store
-        self.dispatcher = _webhooks.WebhookAdmission(StoreWebhookSource(store), caller=caller)
+        self.dispatcher = dispatcher
 
     @property
     def wants_old_object(self) -> bool:
@@ -211,6 +207,7 @@ def webhook_admission(
 ) -> AdmissionChain:
     """The admission chain kube-apiserver runs by default, as far as the facade has it:
     the two webhook plugins (``caller`` replaces the HTTPS POST, for tests)."""
+    dispatcher = _webhooks.WebhookAdmission(StoreWebhookSource(store), caller=caller)
     return AdmissionChain(
-        [MutatingWebhooks(store, caller=caller)], [ValidatingWebhooks(store, caller=caller)]
+        [MutatingWebhooks(store, dispatcher)], [ValidatingWebhooks(store, dispatcher)]
     )
