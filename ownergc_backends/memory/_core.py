@@ -71,6 +71,14 @@ def not_found(bucket: _Storage, name: str) -> NotFound:
     )
 
 
+def name_mismatch(name: object, url_name: str) -> BadRequest:
+    """The 400 for an object whose ``metadata.name`` is not the one its URL names."""
+    return BadRequest(
+        f"the name of the object ({name}) does not match the name on the URL ({url_name})",
+        reason="BadRequest",
+    )
+
+
 def conflict(bucket: _Storage, name: str, why: str) -> Conflict:
     return Conflict(
         f'Operation cannot be fulfilled on {bucket.group_resource} "{name}": {why}',

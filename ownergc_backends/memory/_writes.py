@@ -39,7 +39,15 @@ from ownergc.protocols import (
     PropagationPolicy,
 )
 
-from ._core import check_type, conflict, decode_meta, invalid, json_body, not_found
+from ._core import (
+    check_type,
+    conflict,
+    decode_meta,
+    invalid,
+    json_body,
+    name_mismatch,
+    not_found,
+)
 from ._crd import CRD_CLEANUP_FINALIZER, CRDServing, crd_serving, crd_status
 from ._deletion import (
     deletion_finalizers_for_garbage_collection,
@@ -326,11 +334,7 @@ class WriteRules:
         check_type(bucket, body)
         meta = decode_meta(body.get("metadata"))
         if meta.get("name", name) != name:
-            raise BadRequest(
-                f"the name of the object ({meta['name']}) does not match the name on the URL "
-                f"({name})",
-                reason="BadRequest",
-            )
+            raise name_mismatch(meta["name"], name)
         meta["name"] = name
         if spec.namespaced:
             if meta.get("namespace", namespace) != namespace:

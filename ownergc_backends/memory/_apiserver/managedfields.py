@@ -22,6 +22,7 @@ from ownergc._kit.http import Request
 from ownergc.errors import AlreadyExists, BadRequest, Conflict, Invalid, NotFound, ServerError
 from ownergc.protocols import APIResource, JSONDict
 
+from .._core import name_mismatch
 from .._fieldmanager import (
     ApplyConflict,
     ApplyError,
@@ -182,11 +183,7 @@ class ManagedFields:
         meta = applied.setdefault("metadata", {})
         if isinstance(meta, dict):
             if meta.setdefault("name", route.name) != route.name:
-                raise BadRequest(
-                    f"the name of the object ({meta['name']}) does not match the name on "
-                    f"the URL ({route.name})",
-                    reason="BadRequest",
-                )
+                raise name_mismatch(meta["name"], route.name)
             if route.namespace and not meta.get("namespace"):
                 meta["namespace"] = route.namespace
         node, ignored = self._ignored(resource, route.subresource)

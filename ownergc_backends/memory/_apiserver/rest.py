@@ -18,6 +18,7 @@ from ownergc._kit.http import Request
 from ownergc.errors import BadRequest, NotFound
 from ownergc.protocols import APIResource, JSONDict, PatchType, Preconditions
 
+from .._core import name_mismatch
 from .._negotiation import (
     _META_GROUP,
     _HTTPError,
@@ -345,11 +346,7 @@ class UpdateHandler:
             if isinstance(meta, dict):
                 name = meta.setdefault("name", route.name)
                 if name != route.name:
-                    raise BadRequest(
-                        f"the name of the object ({name}) does not match the name on the URL "
-                        f"({route.name})",
-                        reason="BadRequest",
-                    )
+                    raise name_mismatch(name, route.name)
         default_namespace_label(route.resource.group, route.resource.resource, body)
         attrs = await self.writes.admit(
             ctx, "UPDATE", route, body, dry_run=dry_run, old=_old_object(self.store, route)
