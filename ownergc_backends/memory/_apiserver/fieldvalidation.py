@@ -24,13 +24,12 @@ from ownergc.errors import BadRequest
 from ownergc.protocols import APIResource, JSONDict
 
 from .._fieldmanager.schema import version_schema
-from .._negotiation import _Response
 from .._openapi import builtin_v2
 from .._protobuf import PROTOBUF
 from ..store import InMemoryStore
-from .context import Reply, RequestContext
+from .context import RequestContext
 
-__all__ = ["FieldValidation", "unknown_fields", "with_warnings"]
+__all__ = ["FieldValidation", "unknown_fields"]
 
 _REF: Final = "#/definitions/"
 _OBJECT_META: Final = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
@@ -153,11 +152,3 @@ class FieldValidation:
             )
         return unknown
 
-
-def with_warnings(reply: Reply, warnings: list[str]) -> Reply:
-    """``reply`` with one RFC 7234 ``Warning`` header per message, as kube-apiserver sends."""
-    if warnings and isinstance(reply, _Response):
-        for text in warnings:
-            quoted = text.replace("\\", "\\\\").replace('"', '\\"')
-            reply.headers.append(("Warning", f'299 - "{quoted}"'))
-    return reply

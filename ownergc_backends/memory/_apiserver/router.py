@@ -21,7 +21,7 @@ from ..store import InMemoryStore
 from .context import Reply, RequestContext, ResourceRoute, no_route
 from .discovery import Discovery
 from .faults import RequestGate
-from .fieldvalidation import FieldValidation, with_warnings
+from .fieldvalidation import FieldValidation
 from .openapi import OpenAPIService
 from .requestinfo import RequestInfo
 from .rest import RESTHandler
@@ -210,7 +210,12 @@ class Router:
         route = self.resolver.resolve(info)
         await self.gate.admit(info.verb, route.resource, route.name)
         handler = self.rest.handler_for(ctx, route)
-        if self.fields is None or route.subresource is not None or handler is self.rest.review:
-            return await handler(ctx, route)
-        warnings = self.fields.check(ctx, route.resource)
-        return with_warnings(await handler(ctx, route), warnings)
+        if (
+            self.fields is not None
+            and route.subresource is None
+            and handler is not self.rest.review
+        ):
+            # Unknown-field warnings join the request's warnings, sent as Warning headers
+            # with admission's (responses.warning_headers).
+            ctx.warnings.extend(self.fields.check(ctx, route.resource))
+        return await handler(ctx, route)
