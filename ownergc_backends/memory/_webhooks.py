@@ -642,4 +642,3 @@ class KeptConnections:
 
 class _Stale(Exception):
     """A kept connection the webhook closed before answering: retry on a new one."""
-

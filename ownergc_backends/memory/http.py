@@ -63,6 +63,7 @@ from ._apiserver.filters import (
     RequestRecorder,
     StatusErrors,
 )
+from ._apiserver.listcache import CachedLists
 from ._apiserver.managedfields import ManagedFields
 from ._apiserver.openapi import OpenAPIService, PublishedOpenAPI
 from ._apiserver.responses import ConnectionServer
@@ -126,7 +127,10 @@ class KubeAPIServer:
     server-side apply (:class:`ManagedFields`; pass ``NoFieldManagement()`` for
     none and a 415 for apply), ``dryRun=All`` served as kube-apiserver serves it
     (:class:`AcceptDryRun`; pass ``RefuseDryRun()`` for the old 400), and the
-    published OpenAPI documents (:class:`PublishedOpenAPI`).
+    published OpenAPI documents (:class:`PublishedOpenAPI`). ``watch_cache=False``
+    serves lists at ``resourceVersion=0`` paged by ``limit``, as kube-apiserver with
+    ``--watch-cache=false`` does; by default they are answered in one response, as
+    its watch cache answers them (see :mod:`._apiserver.listcache`).
     """
 
     def __init__(
@@ -140,6 +144,7 @@ class KubeAPIServer:
         field_manager: FieldManager | None = None,
         dry_run: DryRunPolicy | None = None,
         openapi: OpenAPIService | None = None,
+        watch_cache: bool = True,
     ) -> None:
         self.served = store
         self.store = memory_store_behind(store)
@@ -175,7 +180,9 @@ class KubeAPIServer:
             gate_for(store),
             RESTDispatcher(
                 get=GetHandler(self.store, renderer),
-                list=ListHandler(self.store, renderer, self._pages),
+                list=ListHandler(
+                    self.store, renderer, self._pages, CachedLists() if watch_cache else None
+                ),
                 watch=WatchHandler(),
                 create=CreateHandler(self.store, renderer, writes),
                 update=UpdateHandler(self.store, renderer, writes),
@@ -325,10 +332,14 @@ class KubeAPIServer:
 
 @asynccontextmanager
 async def serve_in_background(
-    store: InMemoryStore | StoreWrapper, *, host: str = "127.0.0.1", port: int = 0
+    store: InMemoryStore | StoreWrapper,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    watch_cache: bool = True,
 ) -> AsyncIterator[KubeAPIServer]:
     """Serve ``store`` in the current event loop for the duration of the block."""
-    server = KubeAPIServer(store, host=host, port=port)
+    server = KubeAPIServer(store, host=host, port=port, watch_cache=watch_cache)
     async with anyio.create_task_group() as tg:
         await tg.start(server.serve)
         try:
@@ -344,11 +355,12 @@ def run_in_thread(
     host: str = "127.0.0.1",
     port: int = 0,
     backend: str = "asyncio",
+    watch_cache: bool = True,
 ) -> Iterator[KubeAPIServer]:
     """Serve ``store`` from an event loop in a background thread, for sync clients
     (kubectl subprocesses, the official sync client). Store writes from the test
     thread should go through :meth:`KubeAPIServer.call` to wake watches."""
-    server = KubeAPIServer(store, host=host, port=port)
+    server = KubeAPIServer(store, host=host, port=port, watch_cache=watch_cache)
     with anyio.from_thread.start_blocking_portal(backend) as portal:
         future, _url = portal.start_task(server.serve)
         try:

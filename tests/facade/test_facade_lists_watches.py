@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from ownergc_backends.memory import InMemoryStore
-from ownergc_backends.memory.http import KubeAPIServer
+from ownergc_backends.memory.http import KubeAPIServer, run_in_thread
 from tests.facade.facade_helpers import configmap, connect, request
 
 CMS = "/api/v1/namespaces/default/configmaps"
@@ -79,6 +79,52 @@ def test_pages_come_from_one_snapshot(server: KubeAPIServer) -> None:
     body = third.json()
     assert [o["metadata"]["name"] for o in body["items"]] == ["c4"]
     assert "continue" not in body["metadata"]
+
+
+def test_a_list_at_version_0_is_one_answer_from_the_watch_cache(server: KubeAPIServer) -> None:
+    """kube-apiserver serves ``resourceVersion=0`` from its watch cache, which
+    ignores ``limit``: a reflector's first list is one response."""
+    for i in range(5):
+        request(server, "POST", CMS, configmap(f"w{i}", labels={"n": str(i % 2)}))
+    body = request(server, "GET", f"{CMS}?resourceVersion=0&limit=2").json()
+    assert [o["metadata"]["name"] for o in body["items"]] == [f"w{i}" for i in range(5)]
+    assert "continue" not in body["metadata"]
+    assert body["metadata"]["resourceVersion"] == server.store.resource_version
+    # Selectors still apply, and each selection is its own answer.
+    odd = request(server, "GET", f"{CMS}?resourceVersion=0&limit=1&labelSelector=n%3D1").json()
+    assert [o["metadata"]["name"] for o in odd["items"]] == ["w1", "w3"]
+    # Without a version the list is a consistent one, paged.
+    assert "continue" in request(server, "GET", f"{CMS}?limit=2").json()["metadata"]
+
+
+def test_the_cached_answer_follows_writes_and_forms(server: KubeAPIServer) -> None:
+    request(server, "POST", CMS, configmap("a"))
+    first = request(server, "GET", f"{CMS}?resourceVersion=0")
+    again = request(server, "GET", f"{CMS}?resourceVersion=0")
+    assert again.body == first.body
+    request(server, "POST", CMS, configmap("b"))
+    after = request(server, "GET", f"{CMS}?resourceVersion=0").json()
+    assert [o["metadata"]["name"] for o in after["items"]] == ["a", "b"]
+    assert after["metadata"]["resourceVersion"] != first.json()["metadata"]["resourceVersion"]
+    partial = request(
+        server,
+        "GET",
+        f"{CMS}?resourceVersion=0",
+        headers={"Accept": "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"},
+    ).json()
+    assert partial["kind"] == "PartialObjectMetadataList"
+    assert [o["kind"] for o in partial["items"]] == ["PartialObjectMetadata"] * 2
+    full = request(server, "GET", f"{CMS}?resourceVersion=0").json()
+    assert full["kind"] == "ConfigMapList" and "data" in full["items"][0]
+
+
+def test_without_the_watch_cache_version_0_lists_are_paged(store: InMemoryStore) -> None:
+    """As kube-apiserver with ``--watch-cache=false``."""
+    with run_in_thread(store, watch_cache=False) as server:
+        for i in range(3):
+            request(server, "POST", CMS, configmap(f"p{i}"))
+        page = request(server, "GET", f"{CMS}?resourceVersion=0&limit=2").json()
+    assert len(page["items"]) == 2 and page["metadata"]["remainingItemCount"] == 1
 
 
 def test_an_expired_continue_token_is_410(server: KubeAPIServer) -> None:

@@ -62,9 +62,11 @@ def ownership(items: list[dict[str, Any]]) -> dict[str, list[str]]:
 
 
 @asynccontextmanager
-async def behind(mem: InMemoryStore | FaultyStore, rule: Rule) -> AsyncIterator[ListProxy]:
+async def behind(
+    mem: InMemoryStore | FaultyStore, rule: Rule, *, watch_cache: bool = True
+) -> AsyncIterator[ListProxy]:
     """The facade serving ``mem``, behind a proxy applying ``rule``."""
-    async with served(mem) as server:
+    async with served(mem, watch_cache=watch_cache) as server:
         proxy = ListProxy(server.port, rule)
         async with proxy.running():
             yield proxy
@@ -102,11 +104,15 @@ async def test_a_monitor_list_asks_the_cache_and_gets_the_graph_fields() -> None
 
 
 async def test_a_server_that_pages_the_cache_list_is_read_to_the_end() -> None:
-    """The facade pages every list by ``limit``, as a server without a watch cache
-    does at resourceVersion=0: the continue tokens are followed."""
+    """Without its watch cache the facade pages every list by ``limit``, as
+    kube-apiserver with ``--watch-cache=false`` does at resourceVersion=0: the
+    continue tokens are followed."""
     mem = InMemoryStore()
     await populate(mem)
-    async with behind(mem, forward) as proxy, await kube_behind(proxy, list_page_size=40) as kube:
+    async with (
+        behind(mem, forward, watch_cache=False) as proxy,
+        await kube_behind(proxy, list_page_size=40) as kube,
+    ):
         cached = await kube.list(configmaps(mem), consistent=False)
         assert kube.list_modes["cache-paginated"] == 1
     assert len(cached.items) == 150

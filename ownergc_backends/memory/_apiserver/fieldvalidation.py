@@ -151,4 +151,3 @@ class FieldValidation:
                 reason="BadRequest",
             )
         return unknown
-

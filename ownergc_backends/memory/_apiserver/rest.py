@@ -24,6 +24,7 @@ from .._negotiation import (
     _HTTPError,
     _json_body,
     _json_response,
+    _Response,
     _Target,
     negotiate,
     object_body,
@@ -39,6 +40,7 @@ from .admission import AdmissionAttributes, AdmissionChain
 from .context import Reply, RequestContext, ResourceRoute
 from .dryrun import DryRunPolicy
 from .fieldmanager import APPLY_PATCH, FieldManager, manager_name, unsupported_patch_type
+from .listcache import CachedLists, from_watch_cache
 
 __all__ = [
     "PATCH_TYPES",
@@ -261,14 +263,22 @@ class GetHandler:
 
 
 class ListHandler:
-    """A list, filtered by selectors, paged by ``limit`` / ``continue``."""
+    """A list, filtered by selectors, paged by ``limit`` / ``continue``; at
+    ``resourceVersion=0`` one response, as the watch cache answers (:mod:`.listcache`)."""
 
     def __init__(
-        self, store: InMemoryStore, renderer: ObjectRenderer, pages: ContinuePages
+        self,
+        store: InMemoryStore,
+        renderer: ObjectRenderer,
+        pages: ContinuePages,
+        cache: CachedLists | None = None,
     ) -> None:
         self.store = store
         self.renderer = renderer
         self.pages = pages
+        #: None: no watch cache (kube-apiserver's ``--watch-cache=false``): lists at
+        #: ``resourceVersion=0`` are paged as consistent ones are.
+        self.cache = cache
 
     async def __call__(self, ctx: RequestContext, route: ResourceRoute) -> Reply:
         request = ctx.request
@@ -280,6 +290,19 @@ class ListHandler:
                 "you requested PartialObjectMetadata, but the requested object is a list",
             )
         selector = _filter_from(request)
+        cache = self.cache
+        cached = cache is not None and from_watch_cache(request)
+        if cache is not None and cached:
+            key = (
+                route.key,
+                target,
+                request.param("labelSelector"),
+                request.param("fieldSelector"),
+                request.param("includeObject"),
+            )
+            body = cache.get(key, self.store.resource_version)
+            if body is not None:
+                return _Response(200, body)
         # A Table's cells come from the whole object (its rows carry what was asked).
         metadata_only = target.kind == "PartialObjectMetadataList"
         token = request.param("continue")
@@ -292,6 +315,13 @@ class ListHandler:
             items = [o for o in listed.items if selector.matches(o)]
             rv = listed.resource_version
         list_meta: JSONDict = {"resourceVersion": rv}
+        if cache is not None and cached:
+            # The watch cache answers in one response, whatever the limit.
+            response = _json_response(
+                200, self.renderer.many(request, items, list_meta, target, route)
+            )
+            cache.put(key, rv, response.body)
+            return response
         limit = limit_of(request.param("limit"))
         if limit and len(items) > limit:
             rest = items[limit:]

@@ -141,4 +141,3 @@ class TokenRequestHandler:
         signing_input = f"{header}.{payload}".encode("ascii")
         signature = hmac.new(self.key, signing_input, hashlib.sha256).digest()
         return f"{header}.{payload}.{_b64(signature)}"
-

@@ -162,8 +162,7 @@ def _stale(
             stale.update(
                 ("f:metadata", "f:" + name)
                 for name in metadata
-                if ("f:metadata", "f:" + name) not in STRIPPED_FIELDS
-                and name not in _KEPT_METADATA
+                if ("f:metadata", "f:" + name) not in STRIPPED_FIELDS and name not in _KEPT_METADATA
             )
     return stale
 
