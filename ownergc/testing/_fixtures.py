@@ -114,6 +114,11 @@ class OwnerGCStore:
             resource, namespace=namespace, metadata_only=metadata_only, consistent=consistent
         )
 
+    async def list_shared(
+        self, resource: APIResource, *, namespace: str | None = None
+    ) -> ObjectList:
+        return await self.store.list_shared(resource, namespace=namespace)
+
     def watch(
         self,
         resource: APIResource,

@@ -597,3 +597,30 @@ async def test_scale_smoke(clock) -> None:
     assert len(listed.items) == 5000
     assert listed.items[0]["metadata"]["name"] == "p00000"
     assert listed.items[-1]["metadata"]["name"] == "p04999"
+
+
+async def test_list_shared_is_the_list_without_copies(store: InMemoryStore) -> None:
+    """The facade's list path: the same items as ``list`` (full objects), and an
+    item read before a write keeps what it had (writes store new objects)."""
+    for name in ("b", "a", "c"):
+        await make_cm(store, name, labels={"k": name})
+    await make_cm(store, "z", ns="kube-system")
+    shared = await store.list_shared(cm(store), namespace="default")
+    copied = await store.list(cm(store), namespace="default", metadata_only=False)
+    assert shared.items == copied.items
+    assert [list(o)[:2] for o in shared.items] == [["apiVersion", "kind"]] * 3
+    assert shared.resource_version == copied.resource_version
+    everywhere = await store.list_shared(cm(store))
+    assert [o["metadata"]["name"] for o in everywhere.items] == ["a", "b", "c", "z"]
+    before = json.dumps(shared.items[0], sort_keys=True)
+    await store.patch(
+        cm(store),
+        "a",
+        {"metadata": {"labels": {"k": "changed"}}, "data": {"a": "2"}},
+        patch_type=PatchType.MERGE,
+        namespace="default",
+    )
+    await store.delete(cm(store), "b", namespace="default")
+    assert json.dumps(shared.items[0], sort_keys=True) == before
+    after = await store.list_shared(cm(store), namespace="default")
+    assert [o["metadata"]["labels"]["k"] for o in after.items] == ["changed", "c"]

@@ -10,8 +10,9 @@ and form, valid while the store's resourceVersion has not moved: a reflector
 restarting (or a benchmark starting many) against an unchanged store pays for
 the rendering and encoding once.
 
-Lists without ``resourceVersion`` (consistent reads, kubectl's) and
-continuations keep their pages of ``limit``.
+Lists without ``resourceVersion`` (consistent reads, kubectl's), with an
+``Exact`` one, with another version and a ``limit`` (which 1.24 sends to etcd)
+and continuations keep their pages of ``limit``.
 """
 
 from __future__ import annotations
@@ -29,12 +30,20 @@ _ENTRIES: Final = 16
 
 
 def from_watch_cache(request: Request) -> bool:
-    """Whether kube-apiserver would answer this list from its watch cache, unpaged.
+    """Whether kube-apiserver (1.24) would answer this list from its watch cache, unpaged.
 
-    ``resourceVersion=0`` without a continue token (a continuation is always a
-    page of a consistent snapshot).
+    A version was named and the match is not ``Exact``, without a continue token
+    (a continuation is always a page of a consistent snapshot): ``0`` whatever the
+    ``limit``, another version (a reflector's relist: "at least as new as what I
+    saw") only without one. The facade's store is always current, so "at least as
+    new" is the newest state.
     """
-    return request.param("resourceVersion") == "0" and not request.param("continue")
+    version = request.param("resourceVersion")
+    if not version or request.param("continue"):
+        return False
+    if request.param("resourceVersionMatch") == "Exact":
+        return False
+    return version == "0" or not request.param("limit")
 
 
 class CachedLists:

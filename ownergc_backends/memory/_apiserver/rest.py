@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
+from ownergc._kit.gcpause import gc_paused
 from ownergc._kit.http import Request
 from ownergc.errors import BadRequest, NotFound
 from ownergc.protocols import APIResource, JSONDict, PatchType, Preconditions
@@ -303,23 +304,23 @@ class ListHandler:
             body = cache.get(key, self.store.resource_version)
             if body is not None:
                 return _Response(200, body)
-        # A Table's cells come from the whole object (its rows carry what was asked).
-        metadata_only = target.kind == "PartialObjectMetadataList"
         token = request.param("continue")
         if token:
             items, rv = self.pages.resume(token, route.key)
         else:
-            listed = await self.store.list(
-                route.resource, namespace=route.namespace, metadata_only=metadata_only
-            )
-            items = [o for o in listed.items if selector.matches(o)]
+            # Shared, not copied: the answer is encoded before anything else runs.
+            listed = await self.store.list_shared(route.resource, namespace=route.namespace)
+            items = listed.items
+            if not selector.empty:
+                items = [o for o in items if selector.matches(o)]
             rv = listed.resource_version
         list_meta: JSONDict = {"resourceVersion": rv}
         if cache is not None and cached:
             # The watch cache answers in one response, whatever the limit.
-            response = _json_response(
-                200, self.renderer.many(request, items, list_meta, target, route)
-            )
+            with gc_paused():
+                response = _json_response(
+                    200, self.renderer.many(request, items, list_meta, target, route)
+                )
             cache.put(key, rv, response.body)
             return response
         limit = limit_of(request.param("limit"))
@@ -328,7 +329,8 @@ class ListHandler:
             items = items[:limit]
             list_meta["continue"] = self.pages.save(rest, rv, route.key)
             list_meta["remainingItemCount"] = len(rest)
-        return _json_response(200, self.renderer.many(request, items, list_meta, target, route))
+        with gc_paused():
+            return _json_response(200, self.renderer.many(request, items, list_meta, target, route))
 
 
 class CreateHandler:
