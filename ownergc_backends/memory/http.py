@@ -162,6 +162,7 @@ class KubeAPIServer:
         #: Kept-alive connections to admission webhooks, closed when serving ends.
         self._webhook_connections = KeptConnections()
         renderer = ObjectRenderer(self._printer)
+        validation = FieldValidation(self.store)
         writes = WriteSteps(
             dry_run=dry_run or AcceptDryRun(),
             admission=(
@@ -171,6 +172,7 @@ class KubeAPIServer:
             ),
             fields=field_manager or ManagedFields(self.store),
             hooks=WriteHooks(self.write_hooks),
+            validation=validation,
         )
         self.streamer = WatchStreamer(self.store, self.served, self._printer, self._watches)
         router = Router(
@@ -193,7 +195,7 @@ class KubeAPIServer:
                 review=ReviewHandler(),
                 token=TokenRequestHandler(self.store),
             ),
-            FieldValidation(self.store),
+            validation,
         )
         chain: Handler = RequestLog(
             StatusErrors(Authentication(router, authenticator or AnonymousAuthenticator())),

@@ -4,7 +4,7 @@ handler interface every stage implements, and the resolved resource route."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from ownergc._kit.http import Request
 from ownergc.errors import NotFound
@@ -55,6 +55,9 @@ class RequestContext:
     user: UserInfo = ANONYMOUS
     #: Warnings for the client (admission webhooks'), sent as ``Warning: 299`` headers.
     warnings: list[str] = field(default_factory=list)
+    #: The JSON body as field validation decoded it (unknown fields dropped), in a
+    #: 1-tuple; None when nothing decoded it (the handler decodes it then).
+    decoded_body: tuple[Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,17 +1,29 @@
 """Server-side field validation: the ``fieldValidation`` query parameter of a write.
 
-kube-apiserver decodes a create or update body against its kind's schema and
-reports every field the schema does not know: ``Strict`` refuses the request
-(400 BadRequest, ``<Kind> in version "<v>" cannot be handled as a <Kind>:
-strict decoding error: unknown field "spec.foo"``), ``Warn`` (the default)
-stores the object without the field and sends one ``Warning`` header per
-field, ``Ignore`` says nothing. kubectl 1.37 sends ``fieldValidation=Strict``
-when the published OpenAPI names the parameter, as ours does.
+kube-apiserver decodes a create or update body into its kind's type (built-in
+kinds) or prunes it by its structural schema (custom kinds); either way a
+field the schema does not know is dropped from what is stored, and
+``fieldValidation`` says what the client hears of it: ``Strict`` refuses the
+request, ``Warn`` (the default) sends one ``Warning`` header per field,
+``Ignore`` says nothing. A key given twice in the JSON body is reported the
+same way (``duplicate field "spec.paused"``; the last value wins). kubectl
+1.37 sends ``fieldValidation=Strict`` when the published OpenAPI names the
+parameter, as ours does.
+
+* POST and PUT: problems in the body's order; ``Strict`` is a 400
+  (``<Kind> in version "<v>" cannot be handled as a <Kind>: strict decoding
+  error: unknown field "spec.foo"``).
+* PATCH (JSON, merge, strategic merge): the patch's own duplicate keys (for a
+  JSON patch, unknown and duplicate keys of its operations: ``json patch
+  unknown field "[0].foo"``) first, then the unknown fields of the patched
+  object, sorted; ``Strict`` is a 422 on the field ``patch``.
+* Server-side apply checks its body against the schema in the field manager.
 
 The schema is the one the OpenAPI documents publish: a built-in kind's
-definition from the recorded document, a custom kind's ``openAPIV3Schema``.
-Only POST and PUT bodies in JSON are checked (protobuf cannot carry an
-unknown field); PATCH bodies are not.
+definition from the recorded document, a custom kind's ``openAPIV3Schema``
+(structural: an object schema without ``properties`` keeps no fields unless
+it says ``x-kubernetes-preserve-unknown-fields``). Protobuf bodies cannot
+carry an unknown field and are not checked.
 """
 
 from __future__ import annotations
@@ -21,19 +33,23 @@ from collections.abc import Iterator
 from typing import Any, Final
 
 from ownergc.errors import BadRequest
-from ownergc.protocols import APIResource, JSONDict
+from ownergc.protocols import APIResource, JSONDict, PatchType
 
 from .._fieldmanager.schema import version_schema
+from .._objects import _invalid
 from .._openapi import builtin_v2
 from .._protobuf import PROTOBUF
+from .._validation import FieldError
 from ..store import InMemoryStore
 from .context import RequestContext
 
-__all__ = ["FieldValidation", "unknown_fields"]
+__all__ = ["FieldValidation", "go_value", "loads_tracking_duplicates", "unknown_fields"]
 
 _REF: Final = "#/definitions/"
 _OBJECT_META: Final = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 _MODES: Final = frozenset({"Strict", "Warn", "Ignore"})
+#: The keys a JSON patch operation may have (RFC 6902).
+_PATCH_OP_KEYS: Final = frozenset({"op", "path", "value", "from"})
 
 
 def _resolve(schema: Any, definitions: JSONDict) -> Any:
@@ -50,48 +66,178 @@ def _resolve(schema: Any, definitions: JSONDict) -> Any:
     return schema
 
 
-def _open(schema: JSONDict) -> bool:
-    """True if the schema accepts any field below it."""
-    return bool(
-        schema.get("x-kubernetes-preserve-unknown-fields")
-        or schema.get("x-kubernetes-int-or-string")
-        or ("properties" not in schema and "additionalProperties" not in schema)
-    )
+def _open(schema: JSONDict, structural: bool) -> bool:
+    """True if the schema accepts any field below it.
+
+    In the OpenAPI v2 document of built-in kinds a schema without properties is
+    free-form (``RawExtension``, ``JSON``); in a CRD's structural schema it is an
+    object that keeps no field (pruning drops them all) unless it says
+    ``x-kubernetes-preserve-unknown-fields``."""
+    if schema.get("x-kubernetes-preserve-unknown-fields") or schema.get(
+        "x-kubernetes-int-or-string"
+    ):
+        return True
+    if "properties" in schema or "additionalProperties" in schema:
+        return False
+    if structural:
+        return schema.get("type") != "object" and not schema.get("x-kubernetes-embedded-resource")
+    return True
 
 
-def unknown_fields(value: Any, schema: Any, definitions: JSONDict, path: str = "") -> Iterator[str]:
-    """The paths (``spec.foo``, ``spec.containers[0].bar``) of fields ``schema`` lacks."""
+def _problems(
+    value: Any,
+    schema: Any,
+    definitions: JSONDict,
+    duplicates: dict[int, list[str]],
+    *,
+    structural: bool,
+    prune: bool,
+    path: str = "",
+) -> Iterator[str]:
+    """Unknown (and, where ``duplicates`` tells, duplicated) fields of ``value`` in
+    document order, as ``unknown field "p"`` / ``duplicate field "p"``; unknown
+    ones are deleted from ``value`` when ``prune``."""
     schema = _resolve(schema, definitions)
-    if not isinstance(schema, dict):
-        return
     if isinstance(value, list):
-        items = schema.get("items")
-        if items is not None:
-            for index, item in enumerate(value):
-                yield from unknown_fields(item, items, definitions, f"{path}[{index}]")
+        items = schema.get("items") if isinstance(schema, dict) else None
+        for index, item in enumerate(value):
+            yield from _problems(
+                item,
+                items,
+                definitions,
+                duplicates,
+                structural=structural,
+                prune=prune,
+                path=f"{path}[{index}]",
+            )
         return
-    if not isinstance(value, dict) or _open(schema):
+    if not isinstance(value, dict):
         return
-    properties = schema.get("properties") or {}
-    extra = schema.get("additionalProperties")
-    embedded = schema.get("x-kubernetes-embedded-resource")
+    twice = duplicates.get(id(value), ())
+    closed = isinstance(schema, dict) and not _open(schema, structural)
+    properties = (schema.get("properties") or {}) if closed else {}
+    extra = schema.get("additionalProperties") if closed else None
+    embedded = closed and schema.get("x-kubernetes-embedded-resource")
+    unknown: list[str] = []
     for key, item in value.items():
         where = f"{path}.{key}" if path else key
-        if key in properties:
+        sub: Any = None
+        known = True
+        # ObjectMeta comes from the built-in document, free-form parts and all
+        # (``fieldsV1``), whatever the kind's own schema is.
+        inner_structural = structural
+        if not closed:
+            sub = None
+        elif key in properties:
             sub = properties[key]
             if key == "metadata" and (not path or embedded):
                 sub = {"$ref": _REF + _OBJECT_META}
-            yield from unknown_fields(item, sub, definitions, where)
+                inner_structural = False
         elif embedded and key in ("apiVersion", "kind", "metadata"):
-            continue
+            sub = {"$ref": _REF + _OBJECT_META} if key == "metadata" else None
+            inner_structural = False
         elif isinstance(extra, dict):
-            yield from unknown_fields(item, extra, definitions, where)
+            sub = extra
         elif extra is not True:
-            yield where
+            known = False
+        if not known:
+            # A field both unknown and duplicated is reported once, as unknown.
+            unknown.append(key)
+            yield f'unknown field "{where}"'
+            continue
+        if key in twice:
+            yield f'duplicate field "{where}"'
+        yield from _problems(
+            item,
+            sub,
+            definitions,
+            duplicates,
+            structural=inner_structural,
+            prune=prune,
+            path=where,
+        )
+    if prune:
+        for key in unknown:
+            del value[key]
+
+
+def unknown_fields(value: Any, schema: Any, definitions: JSONDict, path: str = "") -> Iterator[str]:
+    """The paths (``spec.foo``, ``spec.containers[0].bar``) of fields ``schema`` lacks
+    (a built-in kind's schema; nothing is changed)."""
+    prefix = len('unknown field "')
+    for problem in _problems(value, schema, definitions, {}, structural=False, prune=False):
+        yield (f"{path}." if path else "") + problem[prefix:-1]
+
+
+def loads_tracking_duplicates(data: bytes) -> tuple[Any, dict[int, list[str]]]:
+    """JSON decoded as ``json.loads`` decodes it (the last of a repeated key wins),
+    and which keys each object repeated (by the ``id`` of the decoded dict)."""
+    duplicates: dict[int, list[str]] = {}
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        twice: list[str] = []
+        for key, item in items:
+            if key in out and key not in twice:
+                twice.append(key)
+            out[key] = item
+        if twice:
+            duplicates[id(out)] = twice
+        return out
+
+    return json.loads(data, object_pairs_hook=pairs), duplicates
+
+
+def go_value(value: Any) -> str:
+    """``value`` printed as Go's ``%+v`` prints a decoded JSON value (the form
+    kube-apiserver quotes a patch in): ``map[k:v]`` with sorted keys, ``[a b]``."""
+    if isinstance(value, dict):
+        return "map[" + " ".join(f"{k}:{go_value(value[k])}" for k in sorted(value)) + "]"
+    if isinstance(value, list):
+        return "[" + " ".join(go_value(v) for v in value) + "]"
+    if value is None:
+        return "<nil>"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _json_patch_problems(document: Any, duplicates: dict[int, list[str]]) -> list[str]:
+    """Unknown and repeated keys of a JSON patch's operations."""
+    out: list[str] = []
+    if not isinstance(document, list):
+        return out
+    for index, op in enumerate(document):
+        if not isinstance(op, dict):
+            continue
+        twice = duplicates.get(id(op), ())
+        for key in op:
+            if key not in _PATCH_OP_KEYS:
+                out.append(f'json patch unknown field "[{index}].{key}"')
+            elif key in twice:
+                out.append(f'json patch duplicate field "[{index}].{key}"')
+    return out
+
+
+def _patch_duplicates(
+    value: Any, duplicates: dict[int, list[str]], path: str = ""
+) -> Iterator[str]:
+    """The repeated keys of a merge or strategic merge patch, in document order."""
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _patch_duplicates(item, duplicates, f"{path}[{index}]")
+    elif isinstance(value, dict):
+        twice = duplicates.get(id(value), ())
+        for key, item in value.items():
+            where = f"{path}.{key}" if path else key
+            if key in twice:
+                yield f'duplicate field "{where}"'
+            yield from _patch_duplicates(item, duplicates, where)
 
 
 class FieldValidation:
-    """Checks a write's body against its kind's schema, as its ``fieldValidation`` asks."""
+    """Checks a write's body against its kind's schema, as its ``fieldValidation`` asks,
+    and drops the fields the schema does not know, as the server's decoding does."""
 
     def __init__(self, store: InMemoryStore) -> None:
         self.store = store
@@ -106,48 +252,107 @@ class FieldValidation:
                     self._by_gvk[key] = schema
         return self._by_gvk.get((resource.group, resource.version, resource.kind))
 
-    def _schema(self, resource: APIResource) -> JSONDict | None:
+    def _schema(self, resource: APIResource) -> tuple[JSONDict | None, bool]:
+        """The kind's schema, and whether it is a CRD's structural one."""
         crd = self.store.crd_for(resource)
         if crd is None:
-            return self._builtin_schema(resource)
+            return self._builtin_schema(resource), False
         schema = version_schema(crd, resource.version)
         if schema is None:
-            return None
+            return None, True
         # The apiserver always knows the object's own envelope.
         properties: JSONDict = {"apiVersion": {}, "kind": {}, "metadata": {}}
         properties.update(schema.get("properties") or {})
-        return {**schema, "properties": properties}
+        return {**schema, "properties": properties}, True
 
-    def check(self, ctx: RequestContext, resource: APIResource) -> list[str]:
-        """The warnings to send; raises BadRequest for ``Strict`` with unknown fields."""
-        request = ctx.request
-        if request.method not in ("POST", "PUT"):
-            return []
-        raw = request.param("fieldValidation") or "Warn"
-        mode = raw if raw in _MODES else None
-        if mode is None:
+    @staticmethod
+    def mode(ctx: RequestContext) -> str:
+        raw = ctx.request.param("fieldValidation") or "Warn"
+        if raw not in _MODES:
             raise BadRequest(
                 f'fieldValidation: Unsupported value: "{raw}": supported values: '
                 f'"Ignore", "Strict", "Warn"',
                 reason="BadRequest",
             )
+        return raw
+
+    def _found(
+        self, resource: APIResource, obj: Any, duplicates: dict[int, list[str]], *, report: bool
+    ) -> list[str]:
+        schema, structural = self._schema(resource)
+        if schema is None or not isinstance(obj, dict):
+            return []
+        found = _problems(
+            obj,
+            schema,
+            builtin_v2()["definitions"],
+            duplicates if report else {},
+            structural=structural,
+            prune=True,
+        )
+        problems = list(found)
+        return problems if report else []
+
+    def check(self, ctx: RequestContext, resource: APIResource) -> None:
+        """A POST or PUT: decode the JSON body once, drop unknown fields, report them as
+        the mode asks (``Strict``: 400; ``Warn``: the request's warnings). The decoded
+        body is left in ``ctx.decoded_body`` for the handler. Other methods: the mode is
+        checked (a bad value is a 400 whatever the verb)."""
+        request = ctx.request
+        mode = self.mode(ctx)
+        if request.method not in ("POST", "PUT"):
+            return
         content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-        if mode == "Ignore" or content_type == PROTOBUF:
-            return []
+        if content_type not in ("", "application/json", "*/*") or content_type == PROTOBUF:
+            return
         try:
-            body = json.loads(request.body)
+            body, duplicates = loads_tracking_duplicates(request.body)
         except (UnicodeDecodeError, json.JSONDecodeError):
-            return []  # the handler answers the bad body
-        schema = self._schema(resource)
-        if schema is None or not isinstance(body, dict):
-            return []
-        definitions = builtin_v2()["definitions"]
-        unknown = [f'unknown field "{p}"' for p in unknown_fields(body, schema, definitions)]
-        if unknown and mode == "Strict":
+            return  # the handler answers the bad body
+        problems = self._found(resource, body, duplicates, report=mode != "Ignore")
+        if problems and mode == "Strict":
             kind, version = resource.kind, resource.version
             raise BadRequest(
                 f'{kind} in version "{version}" cannot be handled as a {kind}: '
-                f"strict decoding error: {', '.join(unknown)}",
+                f"strict decoding error: {', '.join(problems)}",
                 reason="BadRequest",
             )
-        return unknown
+        ctx.warnings.extend(problems)
+        ctx.decoded_body = (body,)
+
+    def patched(
+        self,
+        ctx: RequestContext,
+        resource: APIResource,
+        patch_type: PatchType,
+        document: Any,
+        result: JSONDict,
+        *,
+        first: bool = True,
+    ) -> None:
+        """After a patch was applied: drop the patched object's unknown fields and report
+        the patch's problems as the mode asks (``Strict``: 422 on ``patch``). A patch
+        applied again after a race (not ``first``) is not reported twice."""
+        mode = self.mode(ctx)
+        report = mode != "Ignore" and first
+        problems: list[str] = []
+        if report:
+            try:
+                tracked, duplicates = loads_tracking_duplicates(ctx.request.body)
+            except (UnicodeDecodeError, json.JSONDecodeError):
+                tracked, duplicates = None, {}
+            if patch_type is PatchType.JSON:
+                problems.extend(_json_patch_problems(tracked, duplicates))
+            else:
+                problems.extend(_patch_duplicates(tracked, duplicates))
+        unknown = self._found(resource, result, {}, report=report)
+        problems.extend(sorted(unknown))
+        if problems and mode == "Strict":
+            shown = (
+                json.dumps(result, separators=(",", ":"))
+                if patch_type is not PatchType.STRATEGIC_MERGE
+                else go_value(document)
+            )
+            detail = "strict decoding error: " + ", ".join(problems)
+            raise _invalid("", "", [FieldError("patch", "FieldValueInvalid", detail, shown)])
+        ctx.warnings.extend(problems)

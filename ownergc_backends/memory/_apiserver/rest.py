@@ -41,6 +41,7 @@ from .admission import AdmissionAttributes, AdmissionChain
 from .context import Reply, RequestContext, ResourceRoute
 from .dryrun import DryRunPolicy
 from .fieldmanager import APPLY_PATCH, FieldManager, manager_name, unsupported_patch_type
+from .fieldvalidation import FieldValidation
 from .listcache import CachedLists, from_watch_cache
 
 __all__ = [
@@ -164,6 +165,9 @@ class WriteSteps:
     admission: AdmissionChain
     fields: FieldManager
     hooks: WriteHooks
+    #: Unknown-field checks of a patched object (POST and PUT bodies are checked as
+    #: they are decoded, by the router); None: none.
+    validation: FieldValidation | None = None
 
     async def admit(
         self,
@@ -243,6 +247,13 @@ def delete_options(request: Request) -> JSONDict:
     if "orphanDependents" in request.query:
         options["orphanDependents"] = query_flag(request, "orphanDependents")
     return options
+
+
+def _body(ctx: RequestContext, what: str) -> Any:
+    """The request's object: as field validation decoded it, else decoded here."""
+    if ctx.decoded_body is not None:
+        return ctx.decoded_body[0]
+    return object_body(ctx.request, what)
 
 
 def _accepts(request: Request) -> _Target:
@@ -345,7 +356,7 @@ class CreateHandler:
         dry_run = self.writes.dry_run.dry_run(
             request.query.get("dryRun"), options_kind="CreateOptions"
         )
-        body = object_body(request, "the object to create")
+        body = _body(ctx, "the object to create")
         default_namespace_label(route.resource.group, route.resource.resource, body)
         attrs = await self.writes.admit(ctx, "CREATE", route, body, dry_run=dry_run)
         # The body as sent (the store answers a non-object with its own 400/422).
@@ -369,7 +380,7 @@ class UpdateHandler:
         dry_run = self.writes.dry_run.dry_run(
             request.query.get("dryRun"), options_kind="UpdateOptions"
         )
-        body = object_body(request, "the object to update")
+        body = _body(ctx, "the object to update")
         assert route.name is not None
         if isinstance(body, dict):
             meta = body.get("metadata")
@@ -463,6 +474,10 @@ class PatchHandler:
                 namespace=route.namespace,
             )
             default_namespace_label(route.resource.group, route.resource.resource, result)
+            if self.writes.validation is not None and route.subresource is None:
+                self.writes.validation.patched(
+                    ctx, route.resource, patch_type, document, result, first=attempt == 0
+                )
             attrs = await self.writes.admit(
                 ctx,
                 "UPDATE",

@@ -217,5 +217,5 @@ class Router:
         ):
             # Unknown-field warnings join the request's warnings, sent as Warning headers
             # with admission's (responses.warning_headers).
-            ctx.warnings.extend(self.fields.check(ctx, route.resource))
+            self.fields.check(ctx, route.resource)
         return await handler(ctx, route)
