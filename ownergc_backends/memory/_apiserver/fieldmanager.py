@@ -78,10 +78,12 @@ class FieldManager(Protocol):
         user: UserInfo,
         dry_run: bool,
         admit: ApplyAdmission | None = None,
+        warnings: list[str] | None = None,
     ) -> tuple[JSONDict, bool]:
         """Server-side apply of ``request.body`` to the object ``route`` names; the result
         and whether the apply created it (answered 201). ``admit`` runs admission on the
-        object the apply would store, before it is written."""
+        object the apply would store, before it is written; what the client should be
+        warned of goes to ``warnings``."""
         ...
 
 
@@ -101,6 +103,7 @@ class NoFieldManagement:
         user: UserInfo,
         dry_run: bool,
         admit: ApplyAdmission | None = None,
+        warnings: list[str] | None = None,
     ) -> tuple[JSONDict, bool]:
         raise unsupported_patch_type(
             APPLY_PATCH, " (server-side apply is not supported by this server)"

@@ -28,6 +28,7 @@ carry an unknown field and are not checked.
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Iterator
 from typing import Any, Final
@@ -356,3 +357,78 @@ class FieldValidation:
             detail = "strict decoding error: " + ", ".join(problems)
             raise _invalid("", "", [FieldError("patch", "FieldValueInvalid", detail, shown)])
         ctx.warnings.extend(problems)
+
+
+def _json_duplicate_lines(text: str) -> list[str]:
+    """Repeated keys of a JSON text, each as ``line N: key "k" already set in map``
+    (N the line of the repeat), in document order: how the server's YAML reader
+    reports a JSON apply body, which it reads as YAML."""
+    found: list[str] = []
+    stack: list[set[str] | None] = []  # a set per open object, None per open array
+    line = 1
+    i = 0
+    n = len(text)
+    expect_key = False
+    while i < n:
+        ch = text[i]
+        if ch == "\n":
+            line += 1
+        elif ch == "{":
+            stack.append(set())
+            expect_key = True
+        elif ch == "[":
+            stack.append(None)
+        elif ch in "}]":
+            if stack:
+                stack.pop()
+            expect_key = False
+        elif ch == ",":
+            expect_key = bool(stack) and stack[-1] is not None
+        elif ch == '"':
+            start_line = line
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            token = text[i : j + 1]
+            if expect_key and stack and stack[-1] is not None:
+                key = json.loads(token)
+                if key in stack[-1]:
+                    found.append(f'line {start_line}: key "{key}" already set in map')
+                stack[-1].add(key)
+                expect_key = False
+            line += token.count("\n")
+            i = j
+        i += 1
+    return found
+
+
+def duplicate_key_lines(text: str, *, is_json: bool) -> list[str]:
+    """Repeated keys of an apply body (JSON, or YAML when PyYAML is installed) as the
+    server's YAML reader words them."""
+    if is_json:
+        return _json_duplicate_lines(text)
+    try:
+        yaml: Any = importlib.import_module("yaml")
+    except ImportError:  # pragma: no cover - pyyaml ships with the cli and test extras
+        return []
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return []
+    found: list[tuple[int, str]] = []
+    todo = [root] if root is not None else []
+    while todo:
+        node = todo.pop()
+        if isinstance(node, yaml.MappingNode):
+            seen: set[Any] = set()
+            for key_node, value_node in node.value:
+                key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+                if key is not None:
+                    if key in seen:
+                        line = key_node.start_mark.line + 1
+                        found.append((line, f'line {line}: key "{key}" already set in map'))
+                    seen.add(key)
+                todo.append(value_node)
+        elif isinstance(node, yaml.SequenceNode):
+            todo.extend(node.value)
+    return [message for _, message in sorted(found)]

@@ -13,7 +13,6 @@ so tests with a fake clock see predictable managedFields.
 from __future__ import annotations
 
 import importlib
-import json
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Final
@@ -34,12 +33,14 @@ from .._fieldmanager import (
     untyped,
     update_managed_fields,
 )
+from .._fieldmanager.typed import typed_patch_error, undeclared_fields
 from .._negotiation import query_flag
 from .._objects import format_time
 from ..store import InMemoryStore, PatchRaced
 from .admission import AdmissionAttributes
 from .context import ResourceRoute, UserInfo
 from .fieldmanager import ApplyAdmission
+from .fieldvalidation import duplicate_key_lines, loads_tracking_duplicates
 
 __all__ = ["ManagedFields"]
 
@@ -66,24 +67,41 @@ def _required_manager() -> Invalid:
     )
 
 
-def _applied_object(body: bytes) -> Any:
-    """The apply body: YAML (JSON is YAML); read as JSON when PyYAML is absent."""
+def _applied_object(body: bytes, mode: str, warnings: list[str] | None) -> Any:
+    """The apply body: YAML (JSON is YAML); read as JSON when PyYAML is absent.
+
+    A key given twice is reported as the server's YAML reader words it (``line
+    10: key "paused" already set in map``): a 400 under ``fieldValidation=Strict``,
+    a warning under ``Warn``; the last value wins."""
     text = body.decode("utf-8", errors="replace")
     try:
-        return json.loads(text)
+        applied, duplicates = loads_tracking_duplicates(body)
+        is_json = True
     except ValueError:
-        pass
-    try:
-        yaml: Any = importlib.import_module("yaml")
-    except ImportError:  # pragma: no cover - pyyaml ships with the cli and test extras
-        raise BadRequest(
-            "a YAML apply patch needs PyYAML (pip install 'ownergc[cli]'); send JSON instead",
-            reason="BadRequest",
-        ) from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise BadRequest(f"error decoding YAML: {exc}", reason="BadRequest") from None
+        is_json = False
+        duplicates = {}
+        try:
+            yaml: Any = importlib.import_module("yaml")
+        except ImportError:  # pragma: no cover - pyyaml ships with the cli and test extras
+            raise BadRequest(
+                "a YAML apply patch needs PyYAML (pip install 'ownergc[cli]'); send JSON instead",
+                reason="BadRequest",
+            ) from None
+        try:
+            applied = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise BadRequest(f"error decoding YAML: {exc}", reason="BadRequest") from None
+    if mode != "Ignore" and (duplicates or not is_json):
+        repeated = duplicate_key_lines(text, is_json=is_json)
+        if repeated and mode == "Strict":
+            raise BadRequest(
+                "error strict decoding YAML: error converting YAML to JSON: yaml: "
+                "unmarshal errors:\n  " + "\n  ".join(repeated),
+                reason="BadRequest",
+            )
+        if warnings is not None:
+            warnings.extend(repeated)
+    return applied
 
 
 def _error(exc: ApplyError) -> Exception:
@@ -159,6 +177,7 @@ class ManagedFields:
         user: UserInfo,
         dry_run: bool,
         admit: ApplyAdmission | None = None,
+        warnings: list[str] | None = None,
     ) -> tuple[JSONDict, bool]:
         """Server-side apply of the request body as ``fieldManager``: create or merge;
         ``admit`` sees the object the apply would store (kube-apiserver admits an apply
@@ -167,7 +186,8 @@ class ManagedFields:
         if not manager:
             raise _required_manager()
         force = query_flag(request, "force")
-        applied = _applied_object(request.body)
+        mode = request.param("fieldValidation") or "Warn"
+        applied = _applied_object(request.body, mode, warnings)
         if not isinstance(applied, dict):
             raise BadRequest("the applied configuration must be an object", reason="BadRequest")
         assert route.name is not None
@@ -180,13 +200,26 @@ class ManagedFields:
                 f"{resource.api_version}, Kind={resource.kind}",
                 reason="InternalError",
             )
+        node, ignored = self._ignored(resource, route.subresource)
+        undeclared = undeclared_fields(applied, node)
+        if undeclared:
+            refused = ServerError(
+                typed_patch_error(
+                    undeclared,
+                    namespace=route.namespace or "",
+                    name=route.name,
+                    api_version=resource.api_version,
+                    kind=resource.kind,
+                )
+            )
+            refused.reason = ""  # a plain error in the server: its Status has no reason
+            raise refused
         meta = applied.setdefault("metadata", {})
         if isinstance(meta, dict):
             if meta.setdefault("name", route.name) != route.name:
                 raise name_mismatch(meta["name"], route.name)
             if route.namespace and not meta.get("namespace"):
                 meta["namespace"] = route.namespace
-        node, ignored = self._ignored(resource, route.subresource)
         for attempt in range(self.attempts):
             try:
                 live: JSONDict | None = await self.store.get(

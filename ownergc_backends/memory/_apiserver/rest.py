@@ -441,7 +441,7 @@ class PatchHandler:
                 return attrs.obj if attrs.obj is not None else obj
 
             applied, created = await self.writes.fields.apply(
-                request, route, user=ctx.user, dry_run=dry_run, admit=admit
+                request, route, user=ctx.user, dry_run=dry_run, admit=admit, warnings=ctx.warnings
             )
             verb = "create" if created else "patch"
             await self.writes.hooks.run(verb, route.resource, applied, dry_run=dry_run)

@@ -107,6 +107,11 @@ class Node:
         """The type of a list's items."""
         return self._items() if self._items is not None else untyped()
 
+    @property
+    def takes_any_key(self) -> bool:
+        """True when keys beyond the declared fields are allowed (a map's values)."""
+        return self._values is not None
+
     def is_named_field(self, name: str) -> bool:
         """True when ``name`` is a declared field of this struct (not a map key)."""
         return name in self._fields
