@@ -208,3 +208,72 @@ def test_kubectl_server_side_apply_of_an_unknown_field(
         "Error from server: failed to create typed patch object "
         "(default/fv; /v1, Kind=ConfigMap): .foo: field not declared in schema"
     )
+
+
+def test_a_custom_resource_is_checked_against_its_crds_schema(server: KubeAPIServer) -> None:
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.typed.example.com"},
+        "spec": {
+            "group": "typed.example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "properties": {
+                                "spec": {
+                                    "type": "object",
+                                    "properties": {
+                                        "size": {"type": "integer"},
+                                        "free": {
+                                            "type": "object",
+                                            "x-kubernetes-preserve-unknown-fields": True,
+                                            "properties": {"a": {"type": "string"}},
+                                        },
+                                    },
+                                }
+                            },
+                        }
+                    },
+                }
+            ],
+        },
+    }
+    status, _, answer = send(
+        server,
+        "POST",
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        json.dumps(crd),
+    )
+    assert status == 201, answer
+    path = "/apis/typed.example.com/v1/namespaces/default/gadgets/g?fieldManager=mgr"
+
+    def gadget(spec: dict[str, object]) -> str:
+        return json.dumps(
+            {
+                "apiVersion": "typed.example.com/v1",
+                "kind": "Gadget",
+                "metadata": {"name": "g"},
+                "spec": spec,
+            }
+        )
+
+    status, _, answer = send(server, "PATCH", path, gadget({"size": 1, "bogus": 2}), APPLY)
+    assert status == 500, answer
+    assert answer["message"] == (
+        "failed to create typed patch object (default/g; typed.example.com/v1, Kind=Gadget): "
+        ".spec.bogus: field not declared in schema"
+    )
+    # x-kubernetes-preserve-unknown-fields keeps what its properties do not name.
+    status, _, answer = send(
+        server, "PATCH", path, gadget({"size": 1, "free": {"a": "x", "b": "y"}}), APPLY
+    )
+    assert status == 201, answer
+    assert answer["spec"]["free"] == {"a": "x", "b": "y"}

@@ -187,6 +187,13 @@ class _Converter:
                 values = self._thunk(additional)
             elif additional is True:
                 values = _lazy(untyped())
+            if values is None and (
+                spec.get("x-kubernetes-preserve-unknown-fields") is True
+                or spec.get("x-kubernetes-embedded-resource") is True
+            ):
+                # Fields beyond the declared ones are kept (or, for an embedded
+                # object, are its own apiVersion/kind/metadata).
+                values = _lazy(untyped())
             if not fields and values is None:
                 return Node(kind="untyped", atomic=atomic)
             return Node(
