@@ -123,7 +123,7 @@ def _picture(args: argparse.Namespace) -> Picture:
     if args.controller:
         pic = picture_from_debug_graph(dot_to_json(fetch_controller_graph(args.controller, [])))
     else:
-        inv = anyio.run(inventory_from_args, args)
+        inv = anyio.run(_read, args)
         pic = picture_of_inventory(inv).related_only()
     if args.uid:
         pic = pic.component(args.uid)
@@ -153,6 +153,11 @@ def picture_of_inventory(inv: Inventory) -> Picture:
         if not info.namespaced
     }
     return build_picture(inv.objects, problems=problems, cluster_scoped=scoped)
+
+
+async def _read(args: argparse.Namespace) -> Inventory:
+    # A whole cluster from the watch cache: a graph reads references only.
+    return await inventory_from_args(args, cached=True)
 
 
 def _warn_if_large(pic: Picture, args: argparse.Namespace) -> None:
@@ -196,7 +201,7 @@ async def _dot_from_inventory(args: argparse.Namespace) -> str:
     from ownergc._core.dump import graph_to_dot
     from ownergc._core.graph_builder import GraphBuilder
 
-    inv = await inventory_from_args(args)
+    inv = await _read(args)
     builder = GraphBuilder()
     for obj in inv.objects:
         try:
