@@ -16,10 +16,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ownergc._core.graph import Node
 
-__all__ = ["DOTVertex", "graph_to_dot", "select_component"]
+__all__ = ["DOTVertex", "graph_elements", "graph_to_dot", "select_component"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +74,23 @@ class DOTVertex:
             ("virtual", flag(self.virtual)),
         ]
 
+    def to_json(self) -> dict[str, Any]:
+        """``graph -o json``'s node: ``id`` and the DOT attributes, the flags as booleans."""
+        return {
+            "id": self.uid,
+            "label": self.label,
+            "group": self.group,
+            "version": self.version,
+            "kind": self.kind,
+            "namespace": self.namespace,
+            "name": self.name,
+            "uid": self.uid,
+            "missing": self.missing,
+            "beingDeleted": self.being_deleted,
+            "deletingDependents": self.deleting_dependents,
+            "virtual": self.virtual,
+        }
+
 
 def _split_api_version(api_version: str) -> tuple[str, str]:
     group, _, version = api_version.rpartition("/")
@@ -80,15 +98,14 @@ def _split_api_version(api_version: str) -> tuple[str, str]:
 
 
 def _vertex(node: Node) -> DOTVertex:
-    ident = node.identity
-    group, version = _split_api_version(ident.api_version)
+    group, version = _split_api_version(node.api_version)
     return DOTVertex(
-        uid=ident.uid,
+        uid=node.uid,
         group=group,
         version=version,
-        kind=ident.kind,
-        namespace=ident.namespace or "",
-        name=ident.name,
+        kind=node.kind,
+        namespace=node.namespace or "",
+        name=node.name,
         being_deleted=node.being_deleted,
         deleting_dependents=node.deleting_dependents,
         virtual=node.virtual,
@@ -140,8 +157,12 @@ def _quote(value: str) -> str:
     return "".join(out)
 
 
-def graph_to_dot(graph: Mapping[str, Node], uids: Iterable[str] | None = None) -> str:
-    """Render ``graph`` (or the component around ``uids``) as DOT text."""
+def graph_elements(
+    graph: Mapping[str, Node], uids: Iterable[str] | None = None
+) -> tuple[list[DOTVertex], list[tuple[str, str]]]:
+    """The vertices (sorted by uid) and edges (dependent uid, owner uid; sorted)
+    drawn for ``graph``, or for the component around ``uids``: every node with
+    an owner or a dependent, and a ``missing`` vertex for each owner without one."""
     nodes = list(graph.values()) if uids is None else select_component(graph, uids)
     vertices: dict[str, DOTVertex] = {}
     for node in nodes:
@@ -165,17 +186,23 @@ def graph_to_dot(graph: Mapping[str, Node], uids: Iterable[str] | None = None) -
                     missing=True,
                 )
             edges.add((from_uid, ref.uid))
+    return [vertices[uid] for uid in sorted(vertices)], sorted(edges)
+
+
+def graph_to_dot(graph: Mapping[str, Node], uids: Iterable[str] | None = None) -> str:
+    """Render ``graph`` (or the component around ``uids``) as DOT text."""
+    vertices, edges = graph_elements(graph, uids)
     lines = ["strict digraph full {\n"]
     if vertices:
         lines.append("  // Node definitions.\n")
-        for uid in sorted(vertices):
-            lines.append(f"  {_quote(uid)} [\n")
-            for key, value in vertices[uid].attributes():
+        for vertex in vertices:
+            lines.append(f"  {_quote(vertex.uid)} [\n")
+            for key, value in vertex.attributes():
                 lines.append(f"    {key}={_quote(value)}\n")
             lines.append("  ];\n")
     if edges:
         lines.append("  // Edge definitions.\n")
-        for from_uid, to_uid in sorted(edges):
+        for from_uid, to_uid in edges:
             lines.append(f"  {_quote(from_uid)} -> {_quote(to_uid)};\n")
     lines.append("}\n")
     return "".join(lines)

@@ -56,6 +56,11 @@ class Inventory:
     #: The one namespace read from a cluster (with every cluster-scoped object), or None.
     namespace: str | None = None
 
+    def __repr__(self) -> str:
+        # Short: asyncio formats the main task of anyio.run (and so its result)
+        # when it puts SIGINT's handler back; a whole cluster took seconds.
+        return f"Inventory({len(self.objects)} objects from {self.origin})"
+
 
 def object_label(obj: dict[str, Any]) -> str:
     """``Kind namespace/name`` (or ``Kind name`` when cluster-scoped)."""

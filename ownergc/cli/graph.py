@@ -23,6 +23,7 @@ owners nor dependents are not drawn.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import re
 import shutil
@@ -32,10 +33,13 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import anyio
 
+from ownergc._core.dump import graph_elements, graph_to_dot
+from ownergc._core.graph import UIDToNode
 from ownergc._core.picture import (
     CLUSTER_SCOPED_KINDS,
     READABLE_NODES,
@@ -52,6 +56,11 @@ from ownergc.cli._sources import (
     inventory_from_args,
 )
 from ownergc.errors import OwnerGCError
+
+try:  # the kube extra's encoder: -o json of a big cluster is tens of megabytes
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - without the kube extra
+    _orjson = None  # type: ignore[assignment]
 
 _RBAC_RULES = "block-owner-deletion"
 GRAPH_PATH = "/debug/controllers/garbagecollector/graph"
@@ -97,11 +106,24 @@ def run(args: argparse.Namespace) -> int:
                 )
             if args.controller:
                 dot = fetch_controller_graph(args.controller, args.uid)
+                if args.output == "json":
+                    doc = dot_to_json(dot)
+                    write_json_document([("nodes", doc["nodes"]), ("edges", doc["edges"])])
+                    return 0
             else:
-                dot = anyio.run(_dot_from_inventory, args)
-            if args.output == "json":
-                emit(json.dumps(dot_to_json(dot), indent=2) + "\n")
-                return 0
+                graph = anyio.run(_graph_from_inventory, args).nodes
+                if args.output == "json":
+                    # Built from the graph (no DOT round trip), written as it is encoded.
+                    vertices, edges = graph_elements(graph, args.uid or None)
+                    del graph
+                    write_json_document(
+                        [
+                            ("nodes", (vertex.to_json() for vertex in vertices)),
+                            ("edges", ({"from": f, "to": t} for f, t in edges)),
+                        ]
+                    )
+                    return 0
+                dot = graph_to_dot(graph, args.uid or None)
         else:
             pic = _picture(args)
             _warn_if_large(pic, args)
@@ -197,8 +219,19 @@ def emit_bytes(data: bytes) -> None:
         silence_stdout()
 
 
-async def _dot_from_inventory(args: argparse.Namespace) -> str:
-    from ownergc._core.dump import graph_to_dot
+class _Graph:
+    """A graph as anyio.run's result: asyncio formats its main task (and so the
+    result) when it puts SIGINT's handler back, and a big graph's repr took seconds."""
+
+    def __init__(self, nodes: UIDToNode) -> None:
+        self.nodes = nodes
+
+    def __repr__(self) -> str:
+        return f"<graph of {len(self.nodes)} nodes>"
+
+
+async def _graph_from_inventory(args: argparse.Namespace) -> _Graph:
+    """The dependency graph of what the arguments name (the objects themselves are let go)."""
     from ownergc._core.graph_builder import GraphBuilder
 
     inv = await _read(args)
@@ -210,7 +243,53 @@ async def _dot_from_inventory(args: argparse.Namespace) -> str:
             meta = obj.get("metadata") or {}
             where = inv.sources.get(str(meta.get("uid"))) or f"{obj['kind']} {meta.get('name')}"
             raise SourceError(f"{where}: {exc}") from None
-    return graph_to_dot(builder.uid_to_node, args.uid or None)
+    return _Graph(builder.uid_to_node)
+
+
+#: Items encoded at once: enough for the encoder to run at speed, few enough
+#: that the document (tens of megabytes for a big cluster) is never held whole.
+JSON_BATCH = 2000
+
+
+def _encode_indented(items: list[Any]) -> bytes:
+    """Exactly ``json.dumps(items, indent=2).encode()`` (non-ASCII escaped), by orjson
+    when it is installed and the answer is the same (ASCII without DEL)."""
+    if _orjson is not None:
+        out: bytes = _orjson.dumps(items, option=_orjson.OPT_INDENT_2)
+        if out.isascii() and b"\x7f" not in out:
+            return out
+    return json.dumps(items, indent=2).encode("ascii")
+
+
+def json_document_chunks(sections: Sequence[tuple[str, Iterable[Any]]]) -> Iterator[bytes]:
+    """``json.dumps(dict(sections), indent=2) + "\\n"``, in pieces of at most
+    :data:`JSON_BATCH` items of a section each."""
+    yield b"{"
+    for index, (key, items) in enumerate(sections):
+        yield (b",\n  " if index else b"\n  ") + json.dumps(key).encode("ascii") + b": ["
+        first = True
+        iterator = iter(items)
+        while batch := list(itertools.islice(iterator, JSON_BATCH)):
+            body = _encode_indented(batch)  # [\n  item,\n  item\n]
+            # One level deeper: JSON strings hold no raw newline, every one is a line break.
+            yield (b"\n  " if first else b",\n  ") + body[2:-2].replace(b"\n", b"\n  ")
+            first = False
+        yield b"]" if first else b"\n  ]"
+    yield b"\n}\n" if sections else b"}\n"
+
+
+def write_json_document(sections: Sequence[tuple[str, Iterable[Any]]]) -> None:
+    """The document of :func:`json_document_chunks` to stdout, a piece at a time;
+    a reader that went away is not an error."""
+    try:
+        out = sys.stdout.buffer
+        for chunk in json_document_chunks(sections):
+            out.write(chunk)
+        out.flush()
+    except BrokenPipeError:
+        from ownergc.cli._output import silence_stdout
+
+        silence_stdout()
 
 
 def fetch_controller_graph(url: str, uids: list[str], timeout: float = 30.0) -> str:
