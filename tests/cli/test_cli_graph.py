@@ -89,7 +89,7 @@ def test_json_is_the_dot_graph_read_back(tmp_path: Path) -> None:
     path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
     expected = json.dumps(dot_to_json(graph("-f", str(path))), indent=2) + "\n"
     assert graph("-f", str(path), "-o", "json") == expected
-    assert graph("-f", str(path), "-o", "json", "--uid", "u0-we\"ird").count('"from"') == 1
+    assert graph("-f", str(path), "-o", "json", "--uid", 'u0-we"ird').count('"from"') == 1
 
 
 @pytest.mark.parametrize("batch", [1, 2, 1000])
