@@ -403,8 +403,12 @@ def _cycles(
         if not refs:
             sinks.append(uid)
             continue
-        owners = [str(r.get("uid")) for r in refs if isinstance(r, Mapping)]
-        targets = [u for u in owners if u in by_uid]
+        targets = []
+        for ref in refs:
+            if type(ref) is dict or isinstance(ref, Mapping):
+                owner = str(ref.get("uid"))
+                if owner in by_uid:
+                    targets.append(owner)
         if not targets:
             sinks.append(uid)
             continue
