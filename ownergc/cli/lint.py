@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 
 import anyio
 
@@ -76,14 +77,18 @@ async def _read(args: argparse.Namespace) -> Inventory:
     return await inventory_from_args(args, cached=True)
 
 
+#: Findings written at once (a whole cluster's are tens of megabytes of text).
+PRINT_BATCH = 5000
+
+
 def _print(shown: list[Finding], count: int, findings: list[Finding]) -> None:
-    tally = {s: sum(f.severity == s for f in findings) for s in SEVERITIES}
-    lines = [f.line() for f in shown]
-    lines.append(
+    tally = Counter(f.severity for f in findings)
+    for start in range(0, len(shown), PRINT_BATCH):
+        emit("".join(f.line() + "\n" for f in shown[start : start + PRINT_BATCH]))
+    emit(
         f"{count} objects checked: {tally['error']} errors, {tally['warning']} warnings, "
-        f"{tally['info']} info"
+        f"{tally['info']} info\n"
     )
-    emit("\n".join(lines) + "\n")
 
 
 def _kinds(inv: Inventory) -> dict[tuple[str, str], KindInfo]:
