@@ -20,6 +20,7 @@ from collections import Counter
 
 import anyio
 
+from ownergc._kit.gcpause import gc_paused
 from ownergc.cli._output import emit
 from ownergc.cli._sources import (
     Inventory,
@@ -46,6 +47,14 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # One pass over a whole cluster: hundreds of thousands of acyclic dicts, nodes
+    # and strings, which the cyclic collector would otherwise walk again and again
+    # (a third of the command's CPU at 100k objects). Nothing else runs meanwhile.
+    with gc_paused():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         inv = anyio.run(_read, args)
         kinds = _kinds(inv)
