@@ -38,7 +38,7 @@ from typing import Any
 
 import anyio
 
-from ownergc._core.dump import graph_elements, graph_to_dot
+from ownergc._core.dump import graph_to_dot, graph_to_json
 from ownergc._core.graph import UIDToNode
 from ownergc._core.picture import (
     CLUSTER_SCOPED_KINDS,
@@ -123,14 +123,9 @@ def _run(args: argparse.Namespace) -> int:
                 graph = anyio.run(_graph_from_inventory, args).nodes
                 if args.output == "json":
                     # Built from the graph (no DOT round trip), written as it is encoded.
-                    vertices, edges = graph_elements(graph, args.uid or None)
+                    nodes, edges = graph_to_json(graph, args.uid or None)
                     del graph
-                    write_json_document(
-                        [
-                            ("nodes", (vertex.to_json() for vertex in vertices)),
-                            ("edges", ({"from": f, "to": t} for f, t in edges)),
-                        ]
-                    )
+                    write_json_document([("nodes", nodes), ("edges", edges)])
                     return 0
                 dot = graph_to_dot(graph, args.uid or None)
         else:
