@@ -286,10 +286,14 @@ def write_json_document(sections: Sequence[tuple[str, Iterable[Any]]]) -> None:
     """The document of :func:`json_document_chunks` to stdout, a piece at a time;
     a reader that went away is not an error."""
     try:
-        out = sys.stdout.buffer
+        sys.stdout.flush()
+        binary = getattr(sys.stdout, "buffer", None)  # None: a text-only stream (StringIO)
         for chunk in json_document_chunks(sections):
-            out.write(chunk)
-        out.flush()
+            if binary is not None:
+                binary.write(chunk)
+            else:
+                sys.stdout.write(chunk.decode("ascii"))
+        (binary or sys.stdout).flush()
     except BrokenPipeError:
         from ownergc.cli._output import silence_stdout
 
