@@ -105,6 +105,8 @@ class Finding:
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     meta = obj.get("metadata")
+    if type(meta) is dict:  # the usual case, without the ABC check
+        return meta
     return meta if isinstance(meta, Mapping) else {}
 
 
@@ -116,16 +118,27 @@ def _label(obj: Mapping[str, Any]) -> str:
 
 class _Index:
     def __init__(self, objects: Sequence[Mapping[str, Any]]) -> None:
+        self._objects = objects
         self.by_uid: dict[str, Mapping[str, Any]] = {}
-        self.by_name: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
+        by_uid = self.by_uid
         for obj in objects:
-            meta = _meta(obj)
-            uid = meta.get("uid")
+            uid = _meta(obj).get("uid")
             if isinstance(uid, str) and uid:
-                self.by_uid[uid] = obj
-            group = _group(str(obj.get("apiVersion", "")))
-            key = (group, str(obj.get("kind")), str(meta.get("name")))
-            self.by_name.setdefault(key, []).append(obj)
+                by_uid[uid] = obj
+        self._by_name: dict[tuple[str, str, str], list[Mapping[str, Any]]] | None = None
+
+    @property
+    def by_name(self) -> dict[tuple[str, str, str], list[Mapping[str, Any]]]:
+        """(group, kind, name) -> objects, in input order; built when first asked
+        (only references whose uid matches nothing look owners up by name)."""
+        if self._by_name is None:
+            by_name: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
+            for obj in self._objects:
+                group = _group(str(obj.get("apiVersion", "")))
+                key = (group, str(obj.get("kind")), str(_meta(obj).get("name")))
+                by_name.setdefault(key, []).append(obj)
+            self._by_name = by_name
+        return self._by_name
 
 
 def lint_objects(
@@ -154,6 +167,8 @@ def lint_objects(
 
 
 def _source(obj: Mapping[str, Any], sources: Mapping[str, str]) -> str | None:
+    if not sources:  # a cluster's objects: no files to name
+        return None
     uid = _meta(obj).get("uid")
     return sources.get(str(uid)) or sources.get(_label(obj))
 
@@ -206,10 +221,14 @@ def _check_object(
         owner = index.by_uid.get(ref_uid)
         if owner is not None:
             ometa = _meta(owner)
+            owner_api_version = owner.get("apiVersion", "")
             if (
                 owner.get("kind") != kind
                 or ometa.get("name") != name
-                or _group(str(owner.get("apiVersion", ""))) != _group(api_version)
+                or (
+                    owner_api_version != api_version
+                    and _group(str(owner_api_version)) != _group(api_version)
+                )
             ):
                 add(
                     "error",
@@ -367,12 +386,45 @@ class _RBACIndex:
 def _cycles(
     objects: Sequence[Mapping[str, Any]], index: _Index, sources: Mapping[str, str]
 ) -> list[Finding]:
-    """Strongly connected components of the owner graph (Tarjan, iterative)."""
-    edges: dict[str, list[str]] = {}
-    for uid, obj in index.by_uid.items():
-        refs = _meta(obj).get("ownerReferences") or []
-        owners = [str(r.get("uid")) for r in refs if isinstance(r, Mapping)]
-        edges[uid] = [u for u in owners if u in index.by_uid]
+    """Strongly connected components of the owner graph (Tarjan, iterative).
+
+    Objects that reach no cycle by following owners are peeled off first (each
+    in turn has no owner left; linear): Tarjan's search would find each of them
+    alone, and visiting them changes neither the components nor their order.
+    On a cluster without cycles nothing is left to search.
+    """
+    by_uid = index.by_uid
+    all_edges: dict[str, list[str]] = {}
+    owed: dict[str, int] = {}  # owner references not yet known to lead nowhere
+    dependents: dict[str, list[str]] = {}
+    sinks: list[str] = []
+    for uid, obj in by_uid.items():
+        refs = _meta(obj).get("ownerReferences")
+        if not refs:
+            sinks.append(uid)
+            continue
+        targets = []
+        for ref in refs:
+            if type(ref) is dict or isinstance(ref, Mapping):
+                owner = str(ref.get("uid"))
+                if owner in by_uid:
+                    targets.append(owner)
+        if not targets:
+            sinks.append(uid)
+            continue
+        all_edges[uid] = targets
+        owed[uid] = len(targets)
+        for owner in targets:
+            dependents.setdefault(owner, []).append(uid)
+    while sinks:
+        done = sinks.pop()
+        for dependent in dependents.get(done, ()):
+            owed[dependent] -= 1
+            if owed[dependent] == 0:
+                sinks.append(dependent)
+    edges = {
+        uid: [u for u in targets if owed.get(u)] for uid, targets in all_edges.items() if owed[uid]
+    }
     counter = 0
     low: dict[str, int] = {}
     num: dict[str, int] = {}

@@ -14,12 +14,14 @@ stored under the missing owner's uid, so each missing owner is drawn once.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ownergc._core.graph import Node
+from ownergc._core.refs import OwnerReference
 
-__all__ = ["DOTVertex", "graph_to_dot", "select_component"]
+__all__ = ["DOTVertex", "graph_elements", "graph_to_dot", "graph_to_json", "select_component"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,23 +39,18 @@ class DOTVertex:
 
     @property
     def label(self) -> str:
-        gvk = f"{self.kind}.{self.version}"
-        if self.group:
-            gvk += f".{self.group}"
-        label = f"uid={self.uid}\nnamespace={self.namespace}\n{gvk}/{self.name}\n"
-        conditions = [
-            name
-            for name, on in (
-                ("beingDeleted", self.being_deleted),
-                ("deletingDependents", self.deleting_dependents),
-                ("virtual", self.virtual),
-                ("missingFromGraph", self.missing),
-            )
-            if on
-        ]
-        if conditions:
-            label += ",".join(conditions) + "\n"
-        return label
+        return _label(
+            self.uid,
+            self.group,
+            self.version,
+            self.kind,
+            self.namespace,
+            self.name,
+            self.missing,
+            self.being_deleted,
+            self.deleting_dependents,
+            self.virtual,
+        )
 
     def attributes(self) -> list[tuple[str, str]]:
         def flag(on: bool) -> str:
@@ -74,21 +71,49 @@ class DOTVertex:
         ]
 
 
+def _label(
+    uid: str,
+    group: str,
+    version: str,
+    kind: str,
+    namespace: str,
+    name: str,
+    missing: bool,
+    being_deleted: bool,
+    deleting_dependents: bool,
+    virtual: bool,
+) -> str:
+    gvk = f"{kind}.{version}.{group}" if group else f"{kind}.{version}"
+    label = f"uid={uid}\nnamespace={namespace}\n{gvk}/{name}\n"
+    if being_deleted or deleting_dependents or virtual or missing:
+        conditions = [
+            condition
+            for condition, on in (
+                ("beingDeleted", being_deleted),
+                ("deletingDependents", deleting_dependents),
+                ("virtual", virtual),
+                ("missingFromGraph", missing),
+            )
+            if on
+        ]
+        label += ",".join(conditions) + "\n"
+    return label
+
+
 def _split_api_version(api_version: str) -> tuple[str, str]:
     group, _, version = api_version.rpartition("/")
     return group, version
 
 
 def _vertex(node: Node) -> DOTVertex:
-    ident = node.identity
-    group, version = _split_api_version(ident.api_version)
+    group, version = _split_api_version(node.api_version)
     return DOTVertex(
-        uid=ident.uid,
+        uid=node.uid,
         group=group,
         version=version,
-        kind=ident.kind,
-        namespace=ident.namespace or "",
-        name=ident.name,
+        kind=node.kind,
+        namespace=node.namespace or "",
+        name=node.name,
         being_deleted=node.being_deleted,
         deleting_dependents=node.deleting_dependents,
         virtual=node.virtual,
@@ -140,42 +165,121 @@ def _quote(value: str) -> str:
     return "".join(out)
 
 
-def graph_to_dot(graph: Mapping[str, Node], uids: Iterable[str] | None = None) -> str:
-    """Render ``graph`` (or the component around ``uids``) as DOT text."""
+def _drawn(
+    graph: Mapping[str, Node], uids: Iterable[str] | None
+) -> tuple[dict[str, Node | OwnerReference], set[tuple[str, str]]]:
+    """uid -> what its vertex is drawn from (the node, or for an owner without one
+    the first reference naming it), and the edges (dependent uid, owner uid)."""
     nodes = list(graph.values()) if uids is None else select_component(graph, uids)
-    vertices: dict[str, DOTVertex] = {}
+    drawn: dict[str, Node | OwnerReference] = {}
     for node in nodes:
         if node.owners or node.dependents:
-            vertices[node.uid] = _vertex(node)
+            drawn[node.uid] = node
     edges: set[tuple[str, str]] = set()
     for node in nodes:
         from_uid = node.uid
-        if from_uid not in vertices:
+        if from_uid not in drawn:
             continue
         for ref in node.owners:
-            if ref.uid not in vertices:
-                group, version = _split_api_version(ref.api_version)
-                vertices[ref.uid] = DOTVertex(
-                    uid=ref.uid,
-                    group=group,
-                    version=version,
-                    kind=ref.kind,
-                    namespace="",
-                    name=ref.name,
-                    missing=True,
-                )
+            if ref.uid not in drawn:
+                drawn[ref.uid] = ref
             edges.add((from_uid, ref.uid))
+    return drawn, edges
+
+
+def _dot_vertex(drawn: Node | OwnerReference) -> DOTVertex:
+    if isinstance(drawn, Node):
+        return _vertex(drawn)
+    group, version = _split_api_version(drawn.api_version)
+    return DOTVertex(
+        uid=drawn.uid,
+        group=group,
+        version=version,
+        kind=drawn.kind,
+        namespace="",
+        name=drawn.name,
+        missing=True,
+    )
+
+
+def graph_elements(
+    graph: Mapping[str, Node], uids: Iterable[str] | None = None
+) -> tuple[list[DOTVertex], list[tuple[str, str]]]:
+    """The vertices (sorted by uid) and edges (dependent uid, owner uid; sorted)
+    drawn for ``graph``, or for the component around ``uids``: every node with
+    an owner or a dependent, and a ``missing`` vertex for each owner without one."""
+    drawn, edges = _drawn(graph, uids)
+    return [_dot_vertex(drawn[uid]) for uid in sorted(drawn)], sorted(edges)
+
+
+def _json_vertex(drawn: Node | OwnerReference) -> dict[str, Any]:
+    """A vertex as ``graph -o json`` writes it: ``id``, then the DOT attributes in
+    their order, the flags as booleans."""
+    group, _, version = drawn.api_version.rpartition("/")
+    uid, kind, name = drawn.uid, drawn.kind, drawn.name
+    if isinstance(drawn, Node):
+        namespace = drawn.namespace or ""
+        missing = False
+        being_deleted = drawn.being_deleted
+        deleting_dependents = drawn.deleting_dependents
+        virtual = drawn.virtual
+    else:
+        namespace = ""
+        missing = True
+        being_deleted = deleting_dependents = virtual = False
+    return {
+        "id": uid,
+        "label": _label(
+            uid,
+            group,
+            version,
+            kind,
+            namespace,
+            name,
+            missing,
+            being_deleted,
+            deleting_dependents,
+            virtual,
+        ),
+        "group": group,
+        "version": version,
+        "kind": kind,
+        "namespace": namespace,
+        "name": name,
+        "uid": uid,
+        "missing": missing,
+        "beingDeleted": being_deleted,
+        "deletingDependents": deleting_dependents,
+        "virtual": virtual,
+    }
+
+
+def graph_to_json(
+    graph: Mapping[str, Node], uids: Iterable[str] | None = None
+) -> tuple[Iterator[dict[str, Any]], Iterator[dict[str, str]]]:
+    """The nodes and edges of :func:`graph_elements` as ``graph -o json`` writes them
+    (KCM's attributes, the flags as booleans; edges ``{"from": dependent, "to":
+    owner}``), each made when iterated."""
+    drawn, edges = _drawn(graph, uids)
+    order = sorted(drawn)
+    nodes = (_json_vertex(drawn[uid]) for uid in order)
+    return nodes, ({"from": f, "to": t} for f, t in sorted(edges))
+
+
+def graph_to_dot(graph: Mapping[str, Node], uids: Iterable[str] | None = None) -> str:
+    """Render ``graph`` (or the component around ``uids``) as DOT text."""
+    vertices, edges = graph_elements(graph, uids)
     lines = ["strict digraph full {\n"]
     if vertices:
         lines.append("  // Node definitions.\n")
-        for uid in sorted(vertices):
-            lines.append(f"  {_quote(uid)} [\n")
-            for key, value in vertices[uid].attributes():
+        for vertex in vertices:
+            lines.append(f"  {_quote(vertex.uid)} [\n")
+            for key, value in vertex.attributes():
                 lines.append(f"    {key}={_quote(value)}\n")
             lines.append("  ];\n")
     if edges:
         lines.append("  // Edge definitions.\n")
-        for from_uid, to_uid in sorted(edges):
+        for from_uid, to_uid in edges:
             lines.append(f"  {_quote(from_uid)} -> {_quote(to_uid)};\n")
     lines.append("}\n")
     return "".join(lines)

@@ -2,7 +2,10 @@
 
 A live cluster is only ever *read* (discovery, then a metadata-only list of
 every listable resource through :class:`~ownergc_backends.kube.KubeStore`);
-nothing here can write to it.
+nothing here can write to it. ``preview`` and ``why`` read consistent lists
+(kubectl's); ``graph`` and ``lint`` of a whole cluster read what the
+apiserver's watch cache holds (``resourceVersion=0``, one answer per
+resource, only the fields a graph reads), as the controller's monitors do.
 """
 
 from __future__ import annotations
@@ -53,6 +56,11 @@ class Inventory:
     #: The one namespace read from a cluster (with every cluster-scoped object), or None.
     namespace: str | None = None
 
+    def __repr__(self) -> str:
+        # Short: asyncio formats the main task of anyio.run (and so its result)
+        # when it puts SIGINT's handler back; a whole cluster took seconds.
+        return f"Inventory({len(self.objects)} objects from {self.origin})"
+
 
 def object_label(obj: dict[str, Any]) -> str:
     """``Kind namespace/name`` (or ``Kind name`` when cluster-scoped)."""
@@ -97,13 +105,21 @@ def add_source_arguments(parser: Any, *, controller: bool = False) -> None:
 Scope = Callable[[Sequence[APIResource]], "str | None"]
 
 
-async def inventory_from_args(args: Any, *, scope: Scope | None = None) -> Inventory:
+async def inventory_from_args(
+    args: Any, *, scope: Scope | None = None, cached: bool = False
+) -> Inventory:
     """Read the objects the command line names; raises :class:`SourceError`.
 
     ``scope``: from a live cluster, read only the namespace it names plus the
     cluster-scoped objects — all a question about that namespace can depend on,
     as a namespaced object's owners and dependents live in its namespace or at
     cluster scope.
+
+    ``cached``: from a live cluster, list from the apiserver's watch cache
+    (``resourceVersion=0``: one answer per resource instead of pages of a
+    consistent snapshot, possibly a moment behind the newest writes) and keep
+    only the metadata a graph reads (uid, name, namespace, resourceVersion,
+    ownerReferences, finalizers, deletionTimestamp; absent ones None).
     """
     live = bool(args.kubeconfig or args.context or args.cluster)
     if args.filename and live:
@@ -113,7 +129,9 @@ async def inventory_from_args(args: Any, *, scope: Scope | None = None) -> Inven
     if args.filename:
         return inventory_from_manifests(args.filename)
     if live:
-        return await inventory_from_cluster(args.kubeconfig, args.context, scope=scope)
+        return await inventory_from_cluster(
+            args.kubeconfig, args.context, scope=scope, cached=cached
+        )
     raise SourceError(
         "nothing to read: give manifests with -f PATH, or a cluster with --kubeconfig PATH "
         "(or --cluster for KUBECONFIG / ~/.kube/config)"
@@ -168,11 +186,13 @@ async def list_resources(
     namespace: str | None = None,
     metadata_only: bool | Sequence[bool] = True,
     progress: Progress | None = None,
+    consistent: bool = True,
 ) -> list[tuple[APIResource, list[JSONDict] | OwnerGCError]]:
     """Each resource's items (or the error listing it gave), read concurrently, in order.
 
     With ``namespace``, namespaced resources are read in that namespace only and
-    cluster-scoped ones whole.
+    cluster-scoped ones whole. ``consistent=False``: from the watch cache (see
+    :meth:`~ownergc.protocols.ObjectStore.list`).
     """
     results: list[tuple[APIResource, list[JSONDict] | OwnerGCError]] = [
         (res, []) for res in resources
@@ -189,6 +209,7 @@ async def list_resources(
                     res,
                     namespace=namespace if res.namespaced else None,
                     metadata_only=full[index],
+                    consistent=consistent,
                 )
             except OwnerGCError as exc:
                 results[index] = (res, exc)
@@ -204,7 +225,11 @@ async def list_resources(
 
 
 async def inventory_from_cluster(
-    kubeconfig: str | None, context: str | None, *, scope: Scope | None = None
+    kubeconfig: str | None,
+    context: str | None,
+    *,
+    scope: Scope | None = None,
+    cached: bool = False,
 ) -> Inventory:
     store, discovery = await open_cluster(kubeconfig, context)
     objects: list[dict[str, Any]] = []
@@ -216,7 +241,9 @@ async def inventory_from_cluster(
         # carry no uid), events left out.
         monitored = [res for res in resources if is_monitored(res)]
         with Progress("reading", len(monitored)) as progress:
-            listed = await list_resources(store, monitored, namespace=namespace, progress=progress)
+            listed = await list_resources(
+                store, monitored, namespace=namespace, progress=progress, consistent=not cached
+            )
         for res, items in listed:
             if isinstance(items, OwnerGCError):
                 raise SourceError(f"listing {res.group_resource} failed: {items}") from None

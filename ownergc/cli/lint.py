@@ -16,9 +16,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 
 import anyio
 
+from ownergc._kit.gcpause import gc_paused
 from ownergc.cli._output import emit
 from ownergc.cli._sources import (
     Inventory,
@@ -45,8 +47,16 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # One pass over a whole cluster: hundreds of thousands of acyclic dicts, nodes
+    # and strings, which the cyclic collector would otherwise walk again and again
+    # (a third of the command's CPU at 100k objects). Nothing else runs meanwhile.
+    with gc_paused():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
-        inv = anyio.run(inventory_from_args, args)
+        inv = anyio.run(_read, args)
         kinds = _kinds(inv)
     except (SourceError, OwnerGCError) as exc:
         print(f"ownergc lint: {exc}", file=sys.stderr)
@@ -71,14 +81,23 @@ def run(args: argparse.Namespace) -> int:
     return 1 if errors else 0
 
 
+async def _read(args: argparse.Namespace) -> Inventory:
+    # A whole cluster from the watch cache: only references are checked.
+    return await inventory_from_args(args, cached=True)
+
+
+#: Findings written at once (a whole cluster's are tens of megabytes of text).
+PRINT_BATCH = 5000
+
+
 def _print(shown: list[Finding], count: int, findings: list[Finding]) -> None:
-    tally = {s: sum(f.severity == s for f in findings) for s in SEVERITIES}
-    lines = [f.line() for f in shown]
-    lines.append(
+    tally = Counter(f.severity for f in findings)
+    for start in range(0, len(shown), PRINT_BATCH):
+        emit("".join(f.line() + "\n" for f in shown[start : start + PRINT_BATCH]))
+    emit(
         f"{count} objects checked: {tally['error']} errors, {tally['warning']} warnings, "
-        f"{tally['info']} info"
+        f"{tally['info']} info\n"
     )
-    emit("\n".join(lines) + "\n")
 
 
 def _kinds(inv: Inventory) -> dict[tuple[str, str], KindInfo]:

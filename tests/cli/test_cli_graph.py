@@ -64,6 +64,45 @@ def test_json() -> None:
     assert {"from": "cm-1", "to": "cm-2"} in doc["edges"]
 
 
+def test_json_is_the_dot_graph_read_back(tmp_path: Path) -> None:
+    """-o json is built from the graph directly: the same document as parsing the DOT,
+    for names that need escapes (quotes, backslashes, newlines, DEL, non-ASCII)."""
+    from ownergc.cli.graph import dot_to_json
+
+    odd = ['we"ird', "back\\slash", "new\nline", "del\x7f", "caf\u00e9", "tab\there"]
+    objects = [
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": f"n{i}-{name}",
+                "namespace": "ns",
+                "uid": f"u{i}-{name}",
+                "ownerReferences": [
+                    {"apiVersion": "v1", "kind": "ConfigMap", "name": f"o-{name}", "uid": f"o{i}"}
+                ],
+            },
+        }
+        for i, name in enumerate(odd)
+    ]
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
+    expected = json.dumps(dot_to_json(graph("-f", str(path))), indent=2) + "\n"
+    assert graph("-f", str(path), "-o", "json") == expected
+    assert graph("-f", str(path), "-o", "json", "--uid", 'u0-we"ird').count('"from"') == 1
+
+
+@pytest.mark.parametrize("batch", [1, 2, 1000])
+def test_json_document_chunks_are_json_dumps(monkeypatch: pytest.MonkeyPatch, batch: int) -> None:
+    from ownergc.cli import graph as graph_cli
+
+    monkeypatch.setattr(graph_cli, "JSON_BATCH", batch)
+    items = [{"a": "x\x7f", "b": [], "c": {}, "d": True}, {"é": "\u2028\n"}, {"k": [1, "2"]}]
+    for sections in ([], [("nodes", [])], [("nodes", items), ("edges", [])], [("x", items[:1])]):
+        text = b"".join(graph_cli.json_document_chunks(sections)).decode("ascii")
+        assert text == json.dumps(dict(sections), indent=2) + "\n"
+
+
 def test_svg_renders(tmp_path: Path) -> None:
     if shutil.which("dot") is None:
         import os
