@@ -9,6 +9,7 @@ webhook makes when not given one, and the TLS context that serves them.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import datetime
 import ipaddress
@@ -27,6 +28,12 @@ from anyio.streams.tls import TLSListener
 
 from ownergc._kit.prometheus import CONTENT_TYPE
 from ownergc.controller._webhook import AdmissionChecker
+
+_orjson: Any
+try:
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - orjson comes with the kube extra
+    _orjson = None
 
 __all__ = [
     "CertPaths",
@@ -54,14 +61,14 @@ class WebhookApp:
 
     async def __call__(self, method: str, path: str, body: bytes) -> tuple[int, bytes, bytes]:
         """(status, content type, body) for one request."""
-        route = path.split("?", 1)[0]
+        route = path.partition("?")[0]
         if route in ("/validate", "/") and method == "POST":
             try:
-                review = json.loads(body)
+                review = _loads(body)
                 answer = await self.checker.review(review)
             except (ValueError, AttributeError) as exc:
                 return 400, b"text/plain; charset=utf-8", f"bad AdmissionReview: {exc}\n".encode()
-            return 200, _JSON, json.dumps(answer).encode()
+            return 200, _JSON, _dumps(answer)
         if method not in ("GET", "HEAD"):
             return 405, b"text/plain; charset=utf-8", b"method not allowed\n"
         if route == "/healthz":
@@ -72,6 +79,28 @@ class WebhookApp:
         if route == "/metrics":
             return 200, CONTENT_TYPE.encode(), self.checker.metrics.render().encode()
         return 404, b"text/plain; charset=utf-8", b"not found\n"
+
+
+def _loads(body: bytes) -> Any:
+    """JSON in: orjson where installed; what it refuses (or a bad body, for the error
+    message) goes through the standard library, so what is accepted does not change."""
+    if _orjson is not None:
+        try:
+            return _orjson.loads(body)
+        except ValueError:
+            pass
+    return json.loads(body)
+
+
+def _dumps(answer: Any) -> bytes:
+    """JSON out: orjson where installed (compact), else the standard library."""
+    if _orjson is not None:
+        try:
+            out: bytes = _orjson.dumps(answer)
+            return out
+        except TypeError:
+            pass
+    return json.dumps(answer).encode()
 
 
 Handler = Callable[[str, str, bytes], Any]
@@ -160,6 +189,198 @@ def _response(status: int, ctype: bytes, payload: bytes) -> h11.Response:
     )
 
 
+def _error_response(conn: h11.Connection, exc: h11.RemoteProtocolError) -> bytes:
+    """What a request h11 refused is answered with (then the connection closes)."""
+    payload = f"{exc}\n".encode()
+    try:
+        data = conn.send(_response(exc.error_status_hint, b"text/plain", payload)) or b""
+        data += conn.send(h11.Data(data=payload)) or b""
+        data += conn.send(h11.EndOfMessage()) or b""
+    except Exception:  # h11 will not answer in this state: just close
+        return b""
+    return data
+
+
+def _answer(conn: h11.Connection, request: h11.Request, result: tuple[int, bytes, bytes]) -> bytes:
+    """The response's bytes, head and body in one piece (one TLS record, one write)."""
+    status, ctype, payload = result
+    # Separate writes would meet Nagle's algorithm and the peer's delayed ACK (tens of
+    # ms per answer).
+    data = conn.send(_response(status, ctype, payload)) or b""
+    if request.method != b"HEAD":
+        data += conn.send(h11.Data(data=payload)) or b""
+    data += conn.send(h11.EndOfMessage()) or b""
+    return data
+
+
+class _Server:
+    """What the connections of one asyncio listener share: the handler, the live
+    connections (closed at shutdown) and the requests being answered."""
+
+    def __init__(self, handler: Handler, loop: asyncio.AbstractEventLoop, *, tls: bool) -> None:
+        self.handler = handler
+        self.loop = loop
+        self.tls = tls
+        self.connections: set[_Connection] = set()
+        self.tasks: set[asyncio.Task[None]] = set()
+
+
+class _Connection(asyncio.Protocol):
+    """One client connection on asyncio: the same HTTP/1.1 as :func:`_connection`, driven
+    by the transport's callbacks instead of a task reading a stream.
+
+    Requests are parsed in ``data_received`` (h11) as the bytes arrive; each complete
+    request is answered by a task of its own and the answer written in one
+    ``transport.write``. No per-read task switch, no per-read pause and resume of the
+    socket, no cancel scope per request: the idle deadline is one timer per connection,
+    re-armed only when it fires.
+    """
+
+    def __init__(self, server: _Server) -> None:
+        self.server = server
+        self.h11 = h11.Connection(h11.SERVER)
+        self.transport: asyncio.Transport | None = None
+        self.request: h11.Request | None = None
+        self.body = bytearray()
+        #: Being answered: data that arrives meanwhile waits (reading is paused).
+        self.busy = False
+        self.paused = False
+        self.closed = False
+        #: When the connection began waiting for its next request (the idle deadline's start).
+        self.waiting_since = server.loop.time()
+        self.timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        self.server.connections.add(self)
+        self.waiting_since = self.server.loop.time()
+        self.timer = self.server.loop.call_at(self.waiting_since + IDLE_TIMEOUT, self._idle)
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            self.h11.receive_data(data)
+        except RuntimeError:  # data after the end of the stream
+            self.close()
+            return
+        if self.busy:
+            if not self.paused and self.transport is not None:
+                self.paused = True
+                self.transport.pause_reading()
+            return
+        self._pump()
+
+    def eof_received(self) -> bool:
+        with contextlib.suppress(RuntimeError):
+            self.h11.receive_data(b"")
+        if not self.busy:
+            self._pump()
+        # Plain TCP keeps its write side, so an answer in progress still goes out (TLS
+        # closes on EOF whatever this says, and warns when told otherwise).
+        return not self.server.tls
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.server.connections.discard(self)
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
+    def close(self) -> None:
+        if not self.closed and self.transport is not None:
+            self.closed = True
+            self.transport.close()
+
+    def abort(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.abort()
+
+    def _idle(self) -> None:
+        self.timer = None
+        if self.closed:
+            return
+        now = self.server.loop.time()
+        if self.busy:  # the request's deadline ended when it was read: look again later
+            when = now + IDLE_TIMEOUT
+        elif now - self.waiting_since >= IDLE_TIMEOUT:
+            self.close()
+            return
+        else:
+            when = self.waiting_since + IDLE_TIMEOUT
+        self.timer = self.server.loop.call_at(when, self._idle)
+
+    def _pump(self) -> None:
+        """Parse what has arrived; a complete request is handed to a task."""
+        conn = self.h11
+        try:
+            while True:
+                event = conn.next_event()
+                if event is h11.NEED_DATA:
+                    return
+                kind = type(event)
+                if kind is h11.Data:
+                    self.body += event.data  # type: ignore[union-attr]
+                    if len(self.body) > MAX_BODY:
+                        raise h11.RemoteProtocolError("body too large", 413)
+                elif kind is h11.Request:
+                    self.request = event  # type: ignore[assignment]
+                elif kind is h11.EndOfMessage:
+                    break
+                else:  # ConnectionClosed or PAUSED: nothing more to answer
+                    self.close()
+                    return
+        except h11.RemoteProtocolError as exc:
+            data = _error_response(conn, exc)
+            if data and self.transport is not None and not self.closed:
+                self.transport.write(data)
+            self.close()
+            return
+        request, body = self.request, bytes(self.body)
+        assert request is not None
+        self.request = None
+        self.body = bytearray()
+        self.busy = True
+        task = self.server.loop.create_task(self._answer(request, body))
+        self.server.tasks.add(task)
+        task.add_done_callback(self.server.tasks.discard)
+
+    async def _answer(self, request: h11.Request, body: bytes) -> None:
+        try:
+            result = await self.server.handler(
+                request.method.decode("ascii"), request.target.decode("latin-1"), body
+            )
+        except Exception as exc:  # answer 500 and keep serving
+            log.exception("webhook request failed")
+            result = 500, b"text/plain", f"internal error: {exc}\n".encode()
+        if self.closed or self.transport is None:
+            return
+        conn = self.h11
+        self.transport.write(_answer(conn, request, result))
+        if conn.our_state is h11.MUST_CLOSE or conn.their_state is h11.MUST_CLOSE:
+            self.close()
+            return
+        try:
+            conn.start_next_cycle()
+        except h11.LocalProtocolError:
+            self.close()
+            return
+        self.busy = False
+        self.waiting_since = self.server.loop.time()
+        if self.paused:
+            self.paused = False
+            self.transport.resume_reading()
+        self._pump()  # a request that arrived meanwhile (pipelined) is answered next
+
+
+def _on_asyncio() -> asyncio.AbstractEventLoop | None:
+    """The running asyncio loop, or None on another event loop (trio)."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 async def serve_webhook(
     handler: Handler,
     *,
@@ -168,15 +389,41 @@ async def serve_webhook(
     ssl_context: ssl.SSLContext | None,
     task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve ``handler`` on host:port (HTTPS with a context) until cancelled; reports the port."""
+    """Serve ``handler`` on host:port (HTTPS with a context) until cancelled; reports the port.
+
+    On asyncio the connections are protocols on the loop's own (TLS) transports, the
+    cheapest path per review; on another event loop, anyio streams.
+    """
     tcp = await anyio.create_tcp_listener(local_host=host, local_port=port)
     bound = tcp.listeners[0].extra(anyio.abc.SocketAttribute.local_port)
-    listener: anyio.abc.Listener[Any] = (
-        TLSListener(tcp, ssl_context, standard_compatible=False) if ssl_context else tcp
-    )
-    async with listener:
+    loop = _on_asyncio()
+    if loop is None:
+        listener: anyio.abc.Listener[Any] = (
+            TLSListener(tcp, ssl_context, standard_compatible=False) if ssl_context else tcp
+        )
+        async with listener:
+            task_status.started(bound)
+            await listener.serve(lambda stream: _connection(stream, handler))
+        return
+    server = _Server(handler, loop, tls=ssl_context is not None)
+    servers: list[asyncio.AbstractServer] = []
+    try:
+        for one in tcp.listeners:
+            sock = one.extra(anyio.abc.SocketAttribute.raw_socket)
+            servers.append(
+                await loop.create_server(lambda: _Connection(server), sock=sock, ssl=ssl_context)
+            )
         task_status.started(bound)
-        await listener.serve(lambda stream: _connection(stream, handler))
+        await anyio.sleep_forever()
+    finally:
+        for s in servers:
+            s.close()
+        for conn in list(server.connections):
+            conn.abort()
+        for task in list(server.tasks):
+            task.cancel()
+        with contextlib.suppress(Exception):
+            await anyio.aclose_forcefully(tcp)
 
 
 def server_ssl_context(cert: str | Path, key: str | Path) -> ssl.SSLContext:
