@@ -15,6 +15,7 @@ import datetime
 import ipaddress
 import json
 import logging
+import re
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -225,20 +226,72 @@ class _Server:
         self.tasks: set[asyncio.Task[None]] = set()
 
 
+#: h11's terminator of a request head (it also takes bare ``\n`` line ends).
+_HEAD_END = re.compile(rb"\n\r?\n")
+#: h11's own grammar (h11._abnf), HTTP/1.1 only.
+_REQUEST_LINE = re.compile(rb"([-!#$%&'*+.^_`|~0-9a-zA-Z]+) ([\x21-\x7e]+) HTTP/1\.1")
+_HEADER = re.compile(
+    rb"([-!#$%&'*+.^_`|~0-9a-zA-Z]+):[ \t]*(?:[^\x00\s]+(?:[ \t]+[^\x00\s]+)*)?[ \t]*"
+)
+_DIGITS = re.compile(rb"[0-9]+")
+#: Requests with these headers (or any doubt) are left to h11.
+_H11_ONLY = frozenset({b"transfer-encoding", b"connection", b"expect", b"upgrade"})
+#: h11's default limit on an incomplete request head.
+_MAX_HEAD = 16 * 1024
+
+
+def _plain_request(head: bytes) -> tuple[bytes, bytes, int] | None:
+    """(method, target, body length) of an ordinary HTTP/1.1 request head (without its
+    blank line), or None when h11 should judge it: anything unusual, malformed or that
+    h11 would frame differently (chunked, Connection, Expect, Upgrade, no or several
+    Host headers, several Content-Lengths, obsolete line folding)."""
+    lines = head.split(b"\r\n")
+    line = _REQUEST_LINE.fullmatch(lines[0])
+    if line is None:
+        return None
+    length = -1
+    hosts = 0
+    for header in lines[1:]:
+        if not _HEADER.fullmatch(header):
+            return None  # bad (h11 refuses it) or folded (h11 unfolds it)
+        name = header[: header.index(b":")].lower()
+        if name == b"content-length":
+            value = header[header.index(b":") + 1 :].strip(b" \t")
+            if length >= 0 or not _DIGITS.fullmatch(value):
+                return None
+            length = int(value)
+        elif name == b"host":
+            hosts += 1
+        elif name in _H11_ONLY:
+            return None
+    if hosts != 1 or length > MAX_BODY:
+        return None
+    return line.group(1), line.group(2), max(length, 0)
+
+
 class _Connection(asyncio.Protocol):
     """One client connection on asyncio: the same HTTP/1.1 as :func:`_connection`, driven
     by the transport's callbacks instead of a task reading a stream.
 
-    Requests are parsed in ``data_received`` (h11) as the bytes arrive; each complete
+    Requests are parsed in ``data_received`` as the bytes arrive; each complete
     request is answered by a task of its own and the answer written in one
     ``transport.write``. No per-read task switch, no per-read pause and resume of the
     socket, no cancel scope per request: the idle deadline is one timer per connection,
     re-armed only when it fires.
+
+    Ordinary requests (what kube-apiserver sends: HTTP/1.1, a Host, a Content-Length)
+    are read and answered without h11, in the bytes h11 writes; the first request that
+    is anything else hands the connection, at that request's first byte, to h11 for good
+    (its checks, its errors, its framing), which sees it exactly as if it had had the
+    connection from the start.
     """
 
     def __init__(self, server: _Server) -> None:
         self.server = server
-        self.h11 = h11.Connection(h11.SERVER)
+        #: None while requests are ordinary; then h11 from the first that is not.
+        self.h11: h11.Connection | None = None
+        self.buffer = bytearray()
+        self.eof = False
         self.transport: asyncio.Transport | None = None
         self.request: h11.Request | None = None
         self.body = bytearray()
@@ -258,11 +311,14 @@ class _Connection(asyncio.Protocol):
         self.timer = self.server.loop.call_at(self.waiting_since + IDLE_TIMEOUT, self._idle)
 
     def data_received(self, data: bytes) -> None:
-        try:
-            self.h11.receive_data(data)
-        except RuntimeError:  # data after the end of the stream
-            self.close()
-            return
+        if self.h11 is None:
+            self.buffer += data
+        else:
+            try:
+                self.h11.receive_data(data)
+            except RuntimeError:  # data after the end of the stream
+                self.close()
+                return
         if self.busy:
             if not self.paused and self.transport is not None:
                 self.paused = True
@@ -271,8 +327,11 @@ class _Connection(asyncio.Protocol):
         self._pump()
 
     def eof_received(self) -> bool:
-        with contextlib.suppress(RuntimeError):
-            self.h11.receive_data(b"")
+        if self.h11 is None:
+            self.eof = True
+        else:
+            with contextlib.suppress(RuntimeError):
+                self.h11.receive_data(b"")
         if not self.busy:
             self._pump()
         # Plain TCP keeps its write side, so an answer in progress still goes out (TLS
@@ -312,6 +371,9 @@ class _Connection(asyncio.Protocol):
 
     def _pump(self) -> None:
         """Parse what has arrived; a complete request is handed to a task."""
+        if self.h11 is None and self._pump_plain():
+            return
+        assert self.h11 is not None
         conn = self.h11
         try:
             while True:
@@ -340,15 +402,54 @@ class _Connection(asyncio.Protocol):
         assert request is not None
         self.request = None
         self.body = bytearray()
+        self._start(request.method, request.target, body, request)
+
+    def _pump_plain(self) -> bool:
+        """The next ordinary request, if it has arrived whole; False hands the connection
+        (what is buffered, and the end of the stream if it came) to h11."""
+        buffer = self.buffer
+        if buffer:
+            end = _HEAD_END.search(buffer)
+            if end is None:
+                if buffer[0] > 0x20 and len(buffer) <= _MAX_HEAD and not self.eof:
+                    return True  # the rest of the head is on its way
+            elif end.start() and end.end() - end.start() == 3 and buffer[end.start() - 1] == 13:
+                head = bytes(buffer[: end.start() - 1])
+                plain = _plain_request(head) if b"\n" not in head else None
+                if plain is not None:
+                    method, target, length = plain
+                    start = end.end()
+                    if len(buffer) - start < length:
+                        if not self.eof:
+                            return True  # the rest of the body is on its way
+                    else:
+                        body = bytes(buffer[start : start + length])
+                        del buffer[: start + length]
+                        self._start(method, target, body, None)
+                        return True
+        elif not self.eof:
+            return True
+        self.h11 = h11.Connection(h11.SERVER)
+        self.h11.receive_data(bytes(buffer))
+        if self.eof:
+            self.h11.receive_data(b"")
+        self.buffer = bytearray()
+        return False
+
+    def _start(
+        self, method: bytes, target: bytes, body: bytes, request: h11.Request | None
+    ) -> None:
         self.busy = True
-        task = self.server.loop.create_task(self._answer(request, body))
+        task = self.server.loop.create_task(self._answer(method, target, body, request))
         self.server.tasks.add(task)
         task.add_done_callback(self.server.tasks.discard)
 
-    async def _answer(self, request: h11.Request, body: bytes) -> None:
+    async def _answer(
+        self, method: bytes, target: bytes, body: bytes, request: h11.Request | None
+    ) -> None:
         try:
             result = await self.server.handler(
-                request.method.decode("ascii"), request.target.decode("latin-1"), body
+                method.decode("ascii"), target.decode("latin-1"), body
             )
         except Exception as exc:  # answer 500 and keep serving
             log.exception("webhook request failed")
@@ -356,15 +457,25 @@ class _Connection(asyncio.Protocol):
         if self.closed or self.transport is None:
             return
         conn = self.h11
-        self.transport.write(_answer(conn, request, result))
-        if conn.our_state is h11.MUST_CLOSE or conn.their_state is h11.MUST_CLOSE:
-            self.close()
-            return
-        try:
-            conn.start_next_cycle()
-        except h11.LocalProtocolError:
-            self.close()
-            return
+        if request is None:  # an ordinary request: the bytes h11 would write
+            status, ctype, payload = result
+            head = b"HTTP/1.1 %d \r\ncontent-type: %s\r\ncontent-length: %d\r\n\r\n" % (
+                status,
+                ctype,
+                len(payload),
+            )
+            self.transport.write(head if method == b"HEAD" else head + payload)
+        else:
+            assert conn is not None
+            self.transport.write(_answer(conn, request, result))
+            if conn.our_state is h11.MUST_CLOSE or conn.their_state is h11.MUST_CLOSE:
+                self.close()
+                return
+            try:
+                conn.start_next_cycle()
+            except h11.LocalProtocolError:
+                self.close()
+                return
         self.busy = False
         self.waiting_since = self.server.loop.time()
         if self.paused:
