@@ -415,7 +415,7 @@ class _Connection(asyncio.Protocol):
                     return True  # the rest of the head is on its way
             elif end.start() and end.end() - end.start() == 3 and buffer[end.start() - 1] == 13:
                 head = bytes(buffer[: end.start() - 1])
-                plain = _plain_request(head) if b"\n" not in head else None
+                plain = _plain_request(head)  # None for bare newlines too
                 if plain is not None:
                     method, target, length = plain
                     start = end.end()
@@ -428,6 +428,9 @@ class _Connection(asyncio.Protocol):
                         self._start(method, target, body, None)
                         return True
         elif not self.eof:
+            return True
+        else:  # the end, between requests: what h11 would do too
+            self.close()
             return True
         self.h11 = h11.Connection(h11.SERVER)
         self.h11.receive_data(bytes(buffer))

@@ -8,10 +8,13 @@ nothing in the HTTP.
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 import anyio.abc
 import pytest
 
+from ownergc.controller import _webhook_server
 from ownergc.controller._webhook_server import _connection, serve_webhook
 
 pytestmark = pytest.mark.anyio
@@ -66,6 +69,13 @@ CASES: dict[str, list[bytes]] = {
     "space in target": [b"GET /a b HTTP/1.1\r\nHost: h\r\n\r\n"],
     "lower-case version": [b"GET /validate http/1.1\r\nHost: h\r\n\r\n"],
     "header without colon": [b"GET /validate HTTP/1.1\r\nHost: h\r\nNoColon\r\n\r\n"],
+    "odd but ordinary": [
+        b"POST /validate?timeout=10s HTTP/1.1\r\nHOST:\r\ncontent-LENGTH:  002 \t\r\n"
+        b"TE: trailers\r\nX-Empty:\r\n\r\n{}"
+    ],
+    "keep-alive header": [POST + b"Content-Length: 2\r\nConnection: keep-alive\r\n\r\n{}"],
+    "plus in content-length": [POST + b"Content-Length: +2\r\n\r\n{}"],
+    "body beyond the limit": [POST + b"Content-Length: 99999999999\r\n\r\n{}"],
     "nothing": [],
 }
 
@@ -86,7 +96,26 @@ async def exchange(port: int, pieces: list[bytes]) -> bytes:
                     return out
 
 
-async def test_both_servers_answer_alike() -> None:
+#: Cases whose every request is ordinary: answered without h11.
+PLAIN = {
+    "ordinary",
+    "pipelined",
+    "byte by byte",
+    "head split from body",
+    "no content-length",
+    "odd but ordinary",
+}
+
+
+async def test_both_servers_answer_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[Any] = []
+    original = _webhook_server._plain_request
+
+    def plain_request(head: bytes) -> Any:
+        seen.append(parsed := original(head))
+        return parsed
+
+    monkeypatch.setattr(_webhook_server, "_plain_request", plain_request)
     reference = await anyio.create_tcp_listener(local_host="127.0.0.1")
     old_port = reference.extra(anyio.abc.SocketAttribute.local_port)
     async with reference, anyio.create_task_group() as tg:
@@ -98,6 +127,9 @@ async def test_both_servers_answer_alike() -> None:
         )
         for name, pieces in CASES.items():
             expected = await exchange(old_port, pieces)
+            seen.clear()
             got = await exchange(new_port, pieces)
             assert got == expected, name
+            if name in PLAIN:  # the new server's own path was taken
+                assert seen and None not in seen, name
         tg.cancel_scope.cancel()
