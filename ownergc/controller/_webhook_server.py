@@ -1,7 +1,12 @@
-"""HTTPS for ``ownergc webhook``: HTTP/1.1 through h11 over anyio (TLS) streams.
+"""HTTPS for ``ownergc webhook``: HTTP/1.1 on asyncio's TLS transports (h11 for all
+but ordinary requests), or through h11 over anyio (TLS) streams on other event loops.
 
 kube-apiserver keeps connections to a webhook alive and sends many reviews
-down each, so connections are kept (h11 tracks the protocol state). Routes:
+down each, so connections are kept. On asyncio (``ownergc webhook`` runs there)
+each connection is a protocol driven by the transport's callbacks, and the
+ordinary requests kube-apiserver sends are read and answered without h11, in
+the bytes h11 would write (performance.md has the cost per review before and
+after); h11 judges anything else. Routes:
 ``POST /validate`` (AdmissionReview), ``GET /healthz``, ``GET /readyz`` and
 ``GET /metrics``. Also: the self-signed CA and serving certificate the
 webhook makes when not given one, and the TLS context that serves them.
