@@ -394,7 +394,7 @@ class AdmissionChecker:
                 decision = "warned"
             else:
                 decision = "denied"
-            if violations:
+            if violations and log.isEnabledFor(logging.INFO):  # formatted only when logged
                 log.info("%s %s %s: %s", decision, operation, _what(request), "; ".join(lines))
             answer = review_response(
                 request,

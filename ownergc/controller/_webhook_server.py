@@ -1,7 +1,12 @@
-"""HTTPS for ``ownergc webhook``: HTTP/1.1 through h11 over anyio (TLS) streams.
+"""HTTPS for ``ownergc webhook``: HTTP/1.1 on asyncio's TLS transports (h11 for all
+but ordinary requests), or through h11 over anyio (TLS) streams on other event loops.
 
 kube-apiserver keeps connections to a webhook alive and sends many reviews
-down each, so connections are kept (h11 tracks the protocol state). Routes:
+down each, so connections are kept. On asyncio (``ownergc webhook`` runs there)
+each connection is a protocol driven by the transport's callbacks, and the
+ordinary requests kube-apiserver sends are read and answered without h11, in
+the bytes h11 would write (performance.md has the cost per review before and
+after); h11 judges anything else. Routes:
 ``POST /validate`` (AdmissionReview), ``GET /healthz``, ``GET /readyz`` and
 ``GET /metrics``. Also: the self-signed CA and serving certificate the
 webhook makes when not given one, and the TLS context that serves them.
@@ -9,11 +14,13 @@ webhook makes when not given one, and the TLS context that serves them.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import datetime
 import ipaddress
 import json
 import logging
+import re
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,6 +34,12 @@ from anyio.streams.tls import TLSListener
 
 from ownergc._kit.prometheus import CONTENT_TYPE
 from ownergc.controller._webhook import AdmissionChecker
+
+_orjson: Any
+try:
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - orjson comes with the kube extra
+    _orjson = None
 
 __all__ = [
     "CertPaths",
@@ -54,14 +67,14 @@ class WebhookApp:
 
     async def __call__(self, method: str, path: str, body: bytes) -> tuple[int, bytes, bytes]:
         """(status, content type, body) for one request."""
-        route = path.split("?", 1)[0]
+        route = path.partition("?")[0]
         if route in ("/validate", "/") and method == "POST":
             try:
-                review = json.loads(body)
+                review = _loads(body)
                 answer = await self.checker.review(review)
             except (ValueError, AttributeError) as exc:
                 return 400, b"text/plain; charset=utf-8", f"bad AdmissionReview: {exc}\n".encode()
-            return 200, _JSON, json.dumps(answer).encode()
+            return 200, _JSON, _dumps(answer)
         if method not in ("GET", "HEAD"):
             return 405, b"text/plain; charset=utf-8", b"method not allowed\n"
         if route == "/healthz":
@@ -72,6 +85,28 @@ class WebhookApp:
         if route == "/metrics":
             return 200, CONTENT_TYPE.encode(), self.checker.metrics.render().encode()
         return 404, b"text/plain; charset=utf-8", b"not found\n"
+
+
+def _loads(body: bytes) -> Any:
+    """JSON in: orjson where installed; what it refuses (or a bad body, for the error
+    message) goes through the standard library, so what is accepted does not change."""
+    if _orjson is not None:
+        try:
+            return _orjson.loads(body)
+        except ValueError:
+            pass
+    return json.loads(body)
+
+
+def _dumps(answer: Any) -> bytes:
+    """JSON out: orjson where installed (compact), else the standard library."""
+    if _orjson is not None:
+        try:
+            out: bytes = _orjson.dumps(answer)
+            return out
+        except TypeError:
+            pass
+    return json.dumps(answer).encode()
 
 
 Handler = Callable[[str, str, bytes], Any]
@@ -160,6 +195,311 @@ def _response(status: int, ctype: bytes, payload: bytes) -> h11.Response:
     )
 
 
+def _error_response(conn: h11.Connection, exc: h11.RemoteProtocolError) -> bytes:
+    """What a request h11 refused is answered with (then the connection closes)."""
+    payload = f"{exc}\n".encode()
+    try:
+        data = conn.send(_response(exc.error_status_hint, b"text/plain", payload)) or b""
+        data += conn.send(h11.Data(data=payload)) or b""
+        data += conn.send(h11.EndOfMessage()) or b""
+    except Exception:  # h11 will not answer in this state: just close
+        return b""
+    return data
+
+
+def _answer(conn: h11.Connection, request: h11.Request, result: tuple[int, bytes, bytes]) -> bytes:
+    """The response's bytes, head and body in one piece (one TLS record, one write)."""
+    status, ctype, payload = result
+    # Separate writes would meet Nagle's algorithm and the peer's delayed ACK (tens of
+    # ms per answer).
+    data = conn.send(_response(status, ctype, payload)) or b""
+    if request.method != b"HEAD":
+        data += conn.send(h11.Data(data=payload)) or b""
+    data += conn.send(h11.EndOfMessage()) or b""
+    return data
+
+
+class _Server:
+    """What the connections of one asyncio listener share: the handler, the live
+    connections (closed at shutdown) and the requests being answered."""
+
+    def __init__(self, handler: Handler, loop: asyncio.AbstractEventLoop, *, tls: bool) -> None:
+        self.handler = handler
+        self.loop = loop
+        self.tls = tls
+        self.connections: set[_Connection] = set()
+        self.tasks: set[asyncio.Task[None]] = set()
+
+
+#: h11's terminator of a request head (it also takes bare ``\n`` line ends).
+_HEAD_END = re.compile(rb"\n\r?\n")
+#: h11's own grammar (h11._abnf), HTTP/1.1 only.
+_REQUEST_LINE = re.compile(rb"([-!#$%&'*+.^_`|~0-9a-zA-Z]+) ([\x21-\x7e]+) HTTP/1\.1")
+_HEADER = re.compile(
+    rb"([-!#$%&'*+.^_`|~0-9a-zA-Z]+):[ \t]*(?:[^\x00\s]+(?:[ \t]+[^\x00\s]+)*)?[ \t]*"
+)
+_DIGITS = re.compile(rb"[0-9]+")
+#: Requests with these headers (or any doubt) are left to h11.
+_H11_ONLY = frozenset({b"transfer-encoding", b"connection", b"expect", b"upgrade"})
+#: h11's default limit on an incomplete request head.
+_MAX_HEAD = 16 * 1024
+
+
+def _plain_request(head: bytes) -> tuple[bytes, bytes, int] | None:
+    """(method, target, body length) of an ordinary HTTP/1.1 request head (without its
+    blank line), or None when h11 should judge it: anything unusual, malformed or that
+    h11 would frame differently (chunked, Connection, Expect, Upgrade, no or several
+    Host headers, several Content-Lengths, obsolete line folding)."""
+    lines = head.split(b"\r\n")
+    line = _REQUEST_LINE.fullmatch(lines[0])
+    if line is None:
+        return None
+    length = -1
+    hosts = 0
+    for header in lines[1:]:
+        if not _HEADER.fullmatch(header):
+            return None  # bad (h11 refuses it) or folded (h11 unfolds it)
+        name = header[: header.index(b":")].lower()
+        if name == b"content-length":
+            value = header[header.index(b":") + 1 :].strip(b" \t")
+            if length >= 0 or not _DIGITS.fullmatch(value):
+                return None
+            length = int(value)
+        elif name == b"host":
+            hosts += 1
+        elif name in _H11_ONLY:
+            return None
+    if hosts != 1 or length > MAX_BODY:
+        return None
+    return line.group(1), line.group(2), max(length, 0)
+
+
+class _Connection(asyncio.Protocol):
+    """One client connection on asyncio: the same HTTP/1.1 as :func:`_connection`, driven
+    by the transport's callbacks instead of a task reading a stream.
+
+    Requests are parsed in ``data_received`` as the bytes arrive; each complete
+    request is answered by a task of its own and the answer written in one
+    ``transport.write``. No per-read task switch, no per-read pause and resume of the
+    socket, no cancel scope per request: the idle deadline is one timer per connection,
+    re-armed only when it fires.
+
+    Ordinary requests (what kube-apiserver sends: HTTP/1.1, a Host, a Content-Length)
+    are read and answered without h11, in the bytes h11 writes; the first request that
+    is anything else hands the connection, at that request's first byte, to h11 for good
+    (its checks, its errors, its framing), which sees it exactly as if it had had the
+    connection from the start.
+    """
+
+    def __init__(self, server: _Server) -> None:
+        self.server = server
+        #: None while requests are ordinary; then h11 from the first that is not.
+        self.h11: h11.Connection | None = None
+        self.buffer = bytearray()
+        self.eof = False
+        self.transport: asyncio.Transport | None = None
+        self.request: h11.Request | None = None
+        self.body = bytearray()
+        #: Being answered: data that arrives meanwhile waits (reading is paused).
+        self.busy = False
+        self.paused = False
+        self.closed = False
+        #: When the connection began waiting for its next request (the idle deadline's start).
+        self.waiting_since = server.loop.time()
+        self.timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        self.server.connections.add(self)
+        self.waiting_since = self.server.loop.time()
+        self.timer = self.server.loop.call_at(self.waiting_since + IDLE_TIMEOUT, self._idle)
+
+    def data_received(self, data: bytes) -> None:
+        if self.h11 is None:
+            self.buffer += data
+        else:
+            try:
+                self.h11.receive_data(data)
+            except RuntimeError:  # data after the end of the stream
+                self.close()
+                return
+        if self.busy:
+            if not self.paused and self.transport is not None:
+                self.paused = True
+                self.transport.pause_reading()
+            return
+        self._pump()
+
+    def eof_received(self) -> bool:
+        if self.h11 is None:
+            self.eof = True
+        else:
+            with contextlib.suppress(RuntimeError):
+                self.h11.receive_data(b"")
+        if not self.busy:
+            self._pump()
+        # Plain TCP keeps its write side, so an answer in progress still goes out (TLS
+        # closes on EOF whatever this says, and warns when told otherwise).
+        return not self.server.tls
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.server.connections.discard(self)
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
+    def close(self) -> None:
+        if not self.closed and self.transport is not None:
+            self.closed = True
+            self.transport.close()
+
+    def abort(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.abort()
+
+    def _idle(self) -> None:
+        self.timer = None
+        if self.closed:
+            return
+        now = self.server.loop.time()
+        if self.busy:  # the request's deadline ended when it was read: look again later
+            when = now + IDLE_TIMEOUT
+        elif now - self.waiting_since >= IDLE_TIMEOUT:
+            self.close()
+            return
+        else:
+            when = self.waiting_since + IDLE_TIMEOUT
+        self.timer = self.server.loop.call_at(when, self._idle)
+
+    def _pump(self) -> None:
+        """Parse what has arrived; a complete request is handed to a task."""
+        if self.h11 is None and self._pump_plain():
+            return
+        assert self.h11 is not None
+        conn = self.h11
+        try:
+            while True:
+                event = conn.next_event()
+                if event is h11.NEED_DATA:
+                    return
+                kind = type(event)
+                if kind is h11.Data:
+                    self.body += event.data  # type: ignore[union-attr]
+                    if len(self.body) > MAX_BODY:
+                        raise h11.RemoteProtocolError("body too large", 413)
+                elif kind is h11.Request:
+                    self.request = event  # type: ignore[assignment]
+                elif kind is h11.EndOfMessage:
+                    break
+                else:  # ConnectionClosed or PAUSED: nothing more to answer
+                    self.close()
+                    return
+        except h11.RemoteProtocolError as exc:
+            data = _error_response(conn, exc)
+            if data and self.transport is not None and not self.closed:
+                self.transport.write(data)
+            self.close()
+            return
+        request, body = self.request, bytes(self.body)
+        assert request is not None
+        self.request = None
+        self.body = bytearray()
+        self._start(request.method, request.target, body, request)
+
+    def _pump_plain(self) -> bool:
+        """The next ordinary request, if it has arrived whole; False hands the connection
+        (what is buffered, and the end of the stream if it came) to h11."""
+        buffer = self.buffer
+        if buffer:
+            end = _HEAD_END.search(buffer)
+            if end is None:
+                if buffer[0] > 0x20 and len(buffer) <= _MAX_HEAD and not self.eof:
+                    return True  # the rest of the head is on its way
+            elif end.start() and end.end() - end.start() == 3 and buffer[end.start() - 1] == 13:
+                head = bytes(buffer[: end.start() - 1])
+                plain = _plain_request(head)  # None for bare newlines too
+                if plain is not None:
+                    method, target, length = plain
+                    start = end.end()
+                    if len(buffer) - start < length:
+                        if not self.eof:
+                            return True  # the rest of the body is on its way
+                    else:
+                        body = bytes(buffer[start : start + length])
+                        del buffer[: start + length]
+                        self._start(method, target, body, None)
+                        return True
+        elif not self.eof:
+            return True
+        else:  # the end, between requests: what h11 would do too
+            self.close()
+            return True
+        self.h11 = h11.Connection(h11.SERVER)
+        self.h11.receive_data(bytes(buffer))
+        if self.eof:
+            self.h11.receive_data(b"")
+        self.buffer = bytearray()
+        return False
+
+    def _start(
+        self, method: bytes, target: bytes, body: bytes, request: h11.Request | None
+    ) -> None:
+        self.busy = True
+        task = self.server.loop.create_task(self._answer(method, target, body, request))
+        self.server.tasks.add(task)
+        task.add_done_callback(self.server.tasks.discard)
+
+    async def _answer(
+        self, method: bytes, target: bytes, body: bytes, request: h11.Request | None
+    ) -> None:
+        try:
+            result = await self.server.handler(
+                method.decode("ascii"), target.decode("latin-1"), body
+            )
+        except Exception as exc:  # answer 500 and keep serving
+            log.exception("webhook request failed")
+            result = 500, b"text/plain", f"internal error: {exc}\n".encode()
+        if self.closed or self.transport is None:
+            return
+        conn = self.h11
+        if request is None:  # an ordinary request: the bytes h11 would write
+            status, ctype, payload = result
+            head = b"HTTP/1.1 %d \r\ncontent-type: %s\r\ncontent-length: %d\r\n\r\n" % (
+                status,
+                ctype,
+                len(payload),
+            )
+            self.transport.write(head if method == b"HEAD" else head + payload)
+        else:
+            assert conn is not None
+            self.transport.write(_answer(conn, request, result))
+            if conn.our_state is h11.MUST_CLOSE or conn.their_state is h11.MUST_CLOSE:
+                self.close()
+                return
+            try:
+                conn.start_next_cycle()
+            except h11.LocalProtocolError:
+                self.close()
+                return
+        self.busy = False
+        self.waiting_since = self.server.loop.time()
+        if self.paused:
+            self.paused = False
+            self.transport.resume_reading()
+        self._pump()  # a request that arrived meanwhile (pipelined) is answered next
+
+
+def _on_asyncio() -> asyncio.AbstractEventLoop | None:
+    """The running asyncio loop, or None on another event loop (trio)."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 async def serve_webhook(
     handler: Handler,
     *,
@@ -168,15 +508,41 @@ async def serve_webhook(
     ssl_context: ssl.SSLContext | None,
     task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve ``handler`` on host:port (HTTPS with a context) until cancelled; reports the port."""
+    """Serve ``handler`` on host:port (HTTPS with a context) until cancelled; reports the port.
+
+    On asyncio the connections are protocols on the loop's own (TLS) transports, the
+    cheapest path per review; on another event loop, anyio streams.
+    """
     tcp = await anyio.create_tcp_listener(local_host=host, local_port=port)
     bound = tcp.listeners[0].extra(anyio.abc.SocketAttribute.local_port)
-    listener: anyio.abc.Listener[Any] = (
-        TLSListener(tcp, ssl_context, standard_compatible=False) if ssl_context else tcp
-    )
-    async with listener:
+    loop = _on_asyncio()
+    if loop is None:
+        listener: anyio.abc.Listener[Any] = (
+            TLSListener(tcp, ssl_context, standard_compatible=False) if ssl_context else tcp
+        )
+        async with listener:
+            task_status.started(bound)
+            await listener.serve(lambda stream: _connection(stream, handler))
+        return
+    server = _Server(handler, loop, tls=ssl_context is not None)
+    servers: list[asyncio.AbstractServer] = []
+    try:
+        for one in tcp.listeners:
+            sock = one.extra(anyio.abc.SocketAttribute.raw_socket)
+            servers.append(
+                await loop.create_server(lambda: _Connection(server), sock=sock, ssl=ssl_context)
+            )
         task_status.started(bound)
-        await listener.serve(lambda stream: _connection(stream, handler))
+        await anyio.sleep_forever()
+    finally:
+        for s in servers:
+            s.close()
+        for conn in list(server.connections):
+            conn.abort()
+        for task in list(server.tasks):
+            task.cancel()
+        with contextlib.suppress(Exception):
+            await anyio.aclose_forcefully(tcp)
 
 
 def server_ssl_context(cert: str | Path, key: str | Path) -> ssl.SSLContext:

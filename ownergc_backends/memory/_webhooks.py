@@ -25,7 +25,9 @@ a socket itself.
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
 import functools
 import json
 import ssl
@@ -41,6 +43,7 @@ import anyio.abc
 from ownergc.errors import APIError, BadRequest, Forbidden, ServerError
 from ownergc.protocols import JSONDict
 
+from ._negotiation import _encode
 from ._patch import apply_json_patch, copy_json
 from ._selectors import _Requirement
 
@@ -70,6 +73,23 @@ _EXEMPT: Final = frozenset(
     }
 )
 DEFAULT_TIMEOUT: Final = 10
+
+_orjson: Any
+try:
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - orjson comes with the kube extra
+    _orjson = None
+
+
+def _decode(answer: bytes) -> Any:
+    """A webhook's answer: orjson where installed; what it refuses goes through the
+    standard library (which accepts a little more), so what is accepted is the same."""
+    if _orjson is not None:
+        try:
+            return _orjson.loads(answer)
+        except ValueError:
+            pass
+    return json.loads(answer)
 
 
 @dataclass(frozen=True)
@@ -376,9 +396,12 @@ class WebhookAdmission:
             except APIError as exc:
                 results[index] = exc
 
-        async with anyio.create_task_group() as tg:
-            for index, hook in enumerate(hooks):
-                tg.start_soon(one, index, hook)
+        if len(hooks) == 1:  # the usual case: no task to start and wait for
+            await one(0, hooks[0])
+        elif hooks:
+            async with anyio.create_task_group() as tg:
+                for index, hook in enumerate(hooks):
+                    tg.start_soon(one, index, hook)
         if warnings is None:
             warnings = []
         for hook, result in zip(hooks, results, strict=True):
@@ -432,14 +455,17 @@ class WebhookAdmission:
         url, server_name = self._endpoint(webhook.get("clientConfig") or {})
         context = _tls_context((webhook.get("clientConfig") or {}).get("caBundle"))
         uid = str(uuid.uuid4())
-        body = json.dumps(admission_review(hook, attrs, uid)).encode()
+        body = _encode(admission_review(hook, attrs, uid))
         timeout = webhook.get("timeoutSeconds")
         seconds = (
             float(timeout) if isinstance(timeout, int) and 1 <= timeout <= 30 else DEFAULT_TIMEOUT
         )
         try:
-            with anyio.fail_after(seconds):
+            if getattr(self._call, "enforces_timeout", False):  # no cancel scope of ours
                 status, answer = await self._call(url, context, server_name, body, seconds)
+            else:
+                with anyio.fail_after(seconds):
+                    status, answer = await self._call(url, context, server_name, body, seconds)
         except TimeoutError:
             raise CallFailed(f"Post {url!r}: context deadline exceeded") from None
         except (OSError, ssl.SSLError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
@@ -447,7 +473,7 @@ class WebhookAdmission:
         if status != 200:
             raise CallFailed(f"expected response code 200 from {url!r}, got {status}")
         try:
-            review = json.loads(answer)
+            review = _decode(answer)
             response = review["response"]
         except (ValueError, KeyError, TypeError):
             raise CallFailed("the answer is not an AdmissionReview with a response") from None
@@ -504,7 +530,7 @@ def _context_for(ca_bundle: str) -> ssl.SSLContext:
 
 
 class _Kept:
-    """One open connection to a webhook and its HTTP/1.1 state."""
+    """One open connection to a webhook and its HTTP/1.1 state (anyio streams)."""
 
     __slots__ = ("h11", "stream")
 
@@ -513,27 +539,140 @@ class _Kept:
         self.h11 = connection
 
 
+class _KeptProtocol(asyncio.Protocol):
+    """One open connection to a webhook on asyncio: the answer is parsed (h11) in the
+    transport's callbacks as it arrives, and the caller waits on one future."""
+
+    __slots__ = ("answered", "chunks", "h11", "loop", "lost", "status", "transport", "waiter")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        import h11
+
+        self.loop = loop
+        self.h11 = h11.Connection(h11.CLIENT)
+        self.transport: asyncio.Transport | None = None
+        self.waiter: asyncio.Future[None] | None = None
+        self.status = 0
+        self.chunks: list[bytes] = []
+        self.answered = False
+        #: Closed (by either side): never reused.
+        self.lost = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            self.h11.receive_data(data)
+        except RuntimeError as exc:  # data after the end of the stream
+            self._fail(exc)
+            return
+        if self.waiter is not None:
+            self._pump()
+
+    def eof_received(self) -> None:
+        self._ended()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
+        if exc is None:
+            self._ended()
+        if self.waiter is not None:  # cut off mid-answer
+            self._fail(_Stale() if not self.answered else anyio.BrokenResourceError())
+
+    def _ended(self) -> None:
+        """The webhook closed its side: before any answer, the connection was stale."""
+        self.lost = True
+        if self.waiter is None:
+            return
+        if not self.answered:
+            self._fail(_Stale())
+            return
+        with contextlib.suppress(RuntimeError):
+            self.h11.receive_data(b"")
+        self._pump()
+
+    def _pump(self) -> None:
+        import h11
+
+        conn = self.h11
+        try:
+            while True:
+                event = conn.next_event()
+                if event is h11.NEED_DATA:
+                    return
+                self.answered = True
+                kind = type(event)
+                if kind is h11.Response:
+                    self.status = event.status_code  # type: ignore[union-attr]
+                elif kind is h11.Data:
+                    self.chunks.append(bytes(event.data))  # type: ignore[union-attr]
+                elif kind is h11.EndOfMessage or kind is h11.ConnectionClosed:
+                    waiter, self.waiter = self.waiter, None
+                    if waiter is not None and not waiter.done():
+                        waiter.set_result(None)
+                    return
+        except Exception as exc:  # a protocol error mid-answer
+            self._fail(exc)
+
+    def _fail(self, exc: BaseException) -> None:
+        waiter, self.waiter = self.waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_exception(exc)
+
+    def abort(self) -> None:
+        self.lost = True
+        self.waiter = None
+        if self.transport is not None:
+            self.transport.abort()
+
+
+def _expire(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_exception(TimeoutError())
+
+
+def _running_asyncio_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:  # another event loop (trio)
+        return None
+
+
 class KeptConnections:
     """The default :data:`WebhookCaller`: HTTPS POSTs over kept-alive connections.
 
     kube-apiserver keeps its connections to a webhook open and sends review
     after review down them; a TLS handshake per review would cost the write
     more than the webhook's answer. Idle connections are kept per (host, port,
-    TLS context, server name); one that the webhook closed meanwhile is
-    replaced once, and one interrupted by a timeout is closed, never reused.
+    TLS context, server name), as many as were needed at once (up to
+    :attr:`max_idle`); one that the webhook closed meanwhile is replaced once,
+    and one interrupted by a timeout is closed, never reused.
+
+    On asyncio a connection is a protocol on the loop's own (TLS) transport: the
+    review is written at once and the caller waits on one future, resolved when
+    the whole answer has been parsed, with the deadline a timer (the caller adds
+    no cancel scope: :attr:`enforces_timeout`). Elsewhere (trio), anyio streams.
     """
 
-    #: Idle connections kept per webhook endpoint.
-    max_idle = 64
+    #: Idle connections kept per webhook endpoint: enough for the writes an apiserver
+    #: admits at once (fewer would mean a TLS handshake for each review beyond them).
+    max_idle = 1024
+    #: The call itself ends at its ``timeout`` (raising TimeoutError).
+    enforces_timeout = True
 
     def __init__(self) -> None:
-        self._idle: dict[tuple[str, int, int, str], list[_Kept]] = {}
+        self._idle: dict[tuple[str, int, int, str], list[Any]] = {}
 
     async def aclose(self) -> None:
         """Close every idle connection (those in use close when their call ends)."""
         idle, self._idle = self._idle, {}
         for kept in (k for conns in idle.values() for k in conns):
-            await anyio.aclose_forcefully(kept.stream)
+            if isinstance(kept, _KeptProtocol):
+                kept.abort()
+            else:
+                await anyio.aclose_forcefully(kept.stream)
 
     async def __call__(
         self,
@@ -548,16 +687,112 @@ class KeptConnections:
         port = parts.port or (443 if parts.scheme == "https" else 80)
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         key = (host, port, id(context), server_name)
+        loop = _running_asyncio_loop()
+        if loop is not None:
+            return await self._call_asyncio(
+                loop, key, context, parts.netloc, target, body, loop.time() + timeout
+            )
+        with anyio.fail_after(timeout):
+            return await self._call_anyio(key, context, parts.netloc, target, body)
+
+    # -- asyncio --------------------------------------------------------------------------
+
+    async def _call_asyncio(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        key: tuple[str, int, int, str],
+        context: ssl.SSLContext | None,
+        netloc: str,
+        target: str,
+        body: bytes,
+        deadline: float,
+    ) -> tuple[int, bytes]:
+        idle = self._idle.get(key)
+        while idle:
+            kept = idle.pop()
+            if not isinstance(kept, _KeptProtocol) or kept.lost or kept.loop is not loop:
+                continue  # closed while idle (or kept by another event loop): forget it
+            try:
+                return await self._exchange_asyncio(kept, key, netloc, target, body, deadline)
+            except _Stale:
+                continue  # closed by the webhook as the review went out: take another one
+        host, port, _, server_name = key
+        with anyio.fail_after(max(deadline - loop.time(), 0.0)):  # connecting: rare
+            _, kept = await loop.create_connection(
+                lambda: _KeptProtocol(loop),
+                host,
+                port,
+                ssl=context,
+                server_hostname=(server_name or host) if context is not None else None,
+            )
+        try:
+            return await self._exchange_asyncio(kept, key, netloc, target, body, deadline)
+        except _Stale as exc:
+            raise anyio.EndOfStream() from exc
+
+    async def _exchange_asyncio(
+        self,
+        kept: _KeptProtocol,
+        key: tuple[str, int, int, str],
+        netloc: str,
+        target: str,
+        body: bytes,
+        deadline: float,
+    ) -> tuple[int, bytes]:
+        import h11
+
+        connection = kept.h11
+        assert kept.transport is not None
+        waiter = kept.loop.create_future()
+        kept.waiter = waiter
+        kept.status = 0
+        kept.chunks = []
+        kept.answered = False
+        timer = kept.loop.call_at(deadline, _expire, waiter)
+        try:
+            kept.transport.write(_request_bytes(connection, netloc, target, body))
+            kept._pump()  # bytes the webhook sent before it was asked, if any
+            await waiter
+        except BaseException:
+            # Stale, a timeout (or cancellation), a protocol error: never reuse it.
+            kept.abort()
+            raise
+        finally:
+            timer.cancel()
+        answer = b"".join(kept.chunks)
+        status = kept.status
+        if connection.our_state is h11.DONE and connection.their_state is h11.DONE:
+            connection.start_next_cycle()
+            idle = self._idle.setdefault(key, [])
+            if len(idle) < self.max_idle and not kept.lost:
+                idle.append(kept)
+                return status, answer
+        kept.abort()
+        return status, answer
+
+    # -- anyio (other event loops) --------------------------------------------------------
+
+    async def _call_anyio(
+        self,
+        key: tuple[str, int, int, str],
+        context: ssl.SSLContext | None,
+        netloc: str,
+        target: str,
+        body: bytes,
+    ) -> tuple[int, bytes]:
         idle = self._idle.setdefault(key, [])
         while idle:
             kept = idle.pop()
+            if not isinstance(kept, _Kept):
+                continue
             try:
-                return await self._exchange(kept, key, parts.netloc, target, body)
+                return await self._exchange(kept, key, netloc, target, body)
             except _Stale:
                 continue  # closed by the webhook while idle: take another one
+        host, port, _, server_name = key
         kept = await self._connect(host, port, context, server_name)
         try:
-            return await self._exchange(kept, key, parts.netloc, target, body)
+            return await self._exchange(kept, key, netloc, target, body)
         except _Stale as exc:
             raise anyio.EndOfStream() from exc
 
@@ -587,17 +822,7 @@ class KeptConnections:
         connection = kept.h11
         answered = False
         try:
-            headers = [
-                ("Host", netloc),
-                ("Content-Type", "application/json"),
-                ("Accept", "application/json"),
-                ("Content-Length", str(len(body))),
-                ("User-Agent", "ownergc-serve-admission"),
-            ]
-            data = connection.send(h11.Request(method="POST", target=target, headers=headers))
-            data = (data or b"") + (connection.send(h11.Data(data=body)) or b"")
-            data += connection.send(h11.EndOfMessage()) or b""
-            await kept.stream.send(data)
+            await kept.stream.send(_request_bytes(connection, netloc, target, body))
             status = 0
             chunks: list[bytes] = []
             while True:
@@ -638,6 +863,23 @@ class KeptConnections:
                 return status, b"".join(chunks)
         await anyio.aclose_forcefully(kept.stream)
         return status, b"".join(chunks)
+
+
+def _request_bytes(connection: Any, netloc: str, target: str, body: bytes) -> bytes:
+    """The POST of one review, head and body in one piece (one write, one TLS record)."""
+    import h11
+
+    headers = [
+        ("Host", netloc),
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json"),
+        ("Content-Length", str(len(body))),
+        ("User-Agent", "ownergc-serve-admission"),
+    ]
+    data = connection.send(h11.Request(method="POST", target=target, headers=headers)) or b""
+    data += connection.send(h11.Data(data=body)) or b""
+    data += connection.send(h11.EndOfMessage()) or b""
+    return bytes(data)
 
 
 class _Stale(Exception):
