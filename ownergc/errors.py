@@ -198,8 +198,10 @@ class APIError(OwnerGCError):
             "reason": self.reason,
             "code": self.code,
         }
-        if self.details:
-            body["details"] = self.details
+        # StatusDetails' fields are all omitempty: an empty group or name is left out.
+        details = {k: v for k, v in self.details.items() if v not in ("", None, [], 0)}
+        if details:
+            body["details"] = details
         return body
 
 

@@ -100,7 +100,7 @@ def crd_serving(obj: dict[str, Any]) -> tuple[CRDServing | None, list[FieldError
             FieldError(
                 "spec.scope",
                 "FieldValueNotSupported",
-                f'supported values: "Cluster", "Namespaced" (got {scope!r})',
+                'supported values: "Cluster", "Namespaced"',
                 scope,
             )
         )

@@ -302,7 +302,7 @@ def _validate_delete_options(
                 FieldError(
                     "propagationPolicy",
                     "FieldValueNotSupported",
-                    f'supported values: "Orphan", "Background", "Foreground" (got {policy!r})',
+                    'supported values: "Foreground", "Background", "Orphan", "nil"',
                     policy,
                 )
             )

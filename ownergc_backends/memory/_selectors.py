@@ -119,8 +119,8 @@ def parse_field_selector(text: str) -> list[tuple[str, bool, str]]:
         key = key.strip()
         if key not in ("metadata.name", "metadata.namespace"):
             raise BadRequest(
-                f"field label not supported: {key} (this server supports only "
-                f'"metadata.name" and "metadata.namespace")',
+                f'"{key}" is not a known field selector: only "metadata.name", '
+                '"metadata.namespace"',
                 reason="BadRequest",
             )
         out.append((key, equal, value.strip()))

@@ -8,6 +8,7 @@ wrong JSON type cannot be decoded into the Go struct and is a 400
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -34,6 +35,23 @@ _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9
 _QUALIFIED_NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 
 
+def _shown(value: Any) -> str:
+    """A field error's value as kube-apiserver prints it: strings quoted, scalars as
+    Go prints them, objects and lists as compact JSON."""
+    if isinstance(value, str):
+        return f'"{value}"'
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    try:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
 @dataclass(frozen=True, slots=True)
 class FieldError:
     """One ``field.Error``: where, which reason, and the message kubectl prints."""
@@ -51,9 +69,8 @@ class FieldError:
             "FieldValueNotSupported": "Unsupported value",
             "FieldValueDuplicate": "Duplicate value",
         }.get(self.reason, self.reason)
-        if self.reason == "FieldValueInvalid":
-            shown = f'"{self.value}"' if isinstance(self.value, str) else repr(self.value)
-            return f"{self.field}: {label}: {shown}: {self.detail}"
+        if self.reason in ("FieldValueInvalid", "FieldValueNotSupported"):
+            return f"{self.field}: {label}: {_shown(self.value)}: {self.detail}"
         return f"{self.field}: {label}: {self.detail}"
 
     def cause(self) -> dict[str, str]:
@@ -203,7 +220,9 @@ def validate_name(name: str, rule: str, field: str = "metadata.name") -> list[Fi
                 field,
                 "FieldValueInvalid",
                 "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
-                "characters, '-' or '.', and must start and end with an alphanumeric character",
+                "characters, '-' or '.', and must start and end with an alphanumeric character "
+                "(e.g. 'example.com', regex used for validation is "
+                "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
                 name,
             )
         ]
@@ -251,11 +270,16 @@ def _version_of(api_version: str) -> str | None:
 
 
 def validate_owner_references(refs: list[dict[str, Any]]) -> list[FieldError]:
-    """Non-empty version/kind/name/uid, no core v1 Event owner, at most one controller."""
+    """Non-empty version/kind/name/uid, no core v1 Event owner, at most one controller.
+
+    As kube-apiserver reports them: each reference's problems on
+    ``metadata.ownerReferences.<field>`` (no index), and each controller after the
+    first named against the first (``Found "true" in references for A/a and B/b``).
+    """
     errors: list[FieldError] = []
-    controllers: list[str] = []
-    for i, ref in enumerate(refs):
-        where = f"metadata.ownerReferences[{i}]"
+    where = "metadata.ownerReferences"
+    first_controller = ""
+    for ref in refs:
         api_version = ref["apiVersion"]
         version = _version_of(api_version)
         if not version:
@@ -284,17 +308,19 @@ def validate_owner_references(refs: list[dict[str, Any]]) -> list[FieldError]:
                 )
             )
         if ref.get("controller") is True:
-            controllers.append(f"{ref['kind']}/{ref['name']}")
-    if len(controllers) > 1:
-        errors.append(
-            FieldError(
-                "metadata.ownerReferences",
-                "FieldValueInvalid",
-                'Only one reference can have Controller set to true. Found "true" in '
-                f"references for {' and '.join(controllers)}",
-                refs,
+            name = f"{ref['kind']}/{ref['name']}"
+            if not first_controller:
+                first_controller = name
+                continue
+            errors.append(
+                FieldError(
+                    where,
+                    "FieldValueInvalid",
+                    'Only one reference can have Controller set to true. Found "true" in '
+                    f"references for {first_controller} and {name}",
+                    refs,
+                )
             )
-        )
     return errors
 
 

@@ -155,7 +155,16 @@ class WriteRules:
                 f"in namespace {namespace} because it is being terminated",
                 reason="Forbidden",
                 details={
-                    "causes": [{"reason": "NamespaceTerminating", "field": "metadata.namespace"}]
+                    "name": name,
+                    "group": bucket.spec.group,
+                    "kind": bucket.spec.resource,
+                    "causes": [
+                        {
+                            "reason": "NamespaceTerminating",
+                            "message": f"namespace {namespace} is being terminated",
+                            "field": "metadata.namespace",
+                        }
+                    ],
                 },
             )
 

@@ -166,8 +166,14 @@ class ManagedFields:
                 subresource=attrs.subresource or "",
                 ignored=ignored,
             )
-        except ApplyError as exc:
-            raise _error(exc) from None
+        except ApplyError:
+            # As kube-apiserver's field manager on an update: never the write's
+            # failure (the object's own validation speaks next, e.g. an owner
+            # reference without its uid key); the object keeps no managedFields.
+            meta = obj.get("metadata")
+            if isinstance(meta, dict):
+                meta.pop("managedFields", None)
+            return obj
 
     async def apply(
         self,
