@@ -43,8 +43,8 @@ ASIDE = ("generation", "managedFields")
 def shape(value: Any) -> Any:
     """``value`` with run-dependent values replaced by their presence.
 
-    An empty ``group`` is dropped: the real server omits it (``omitempty``) and
-    serve's error Statuses still write ``"group": ""`` (not a dry-run matter).
+    An empty ``group`` is dropped: the real server omits it (``omitempty``), and so
+    do serve's error Statuses; bodies other than Statuses may still carry one.
     """
     if isinstance(value, dict):
         return {
