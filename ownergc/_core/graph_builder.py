@@ -696,16 +696,23 @@ class GraphBuilder:
         cache[hit.uid] = hit
         return hit
 
+    @cython.locals(plain=dict, meta=dict, node=Node)
     def process_delete(self, obj: Mapping[str, Any], api_version: str, kind: str) -> None:
         """A Delete from a monitor (tombstones already unwrapped)."""
-        meta = obj.get("metadata") if type(obj) is dict else None
-        uid = meta.get("uid") if type(meta) is dict else None
+        raw_meta = None
+        if type(obj) is dict:  # (compiled: direct dict calls, as in process_upsert)
+            plain = obj
+            raw_meta = plain.get("metadata")
+        uid = None
+        if type(raw_meta) is dict:
+            meta = raw_meta
+            uid = meta.get("uid")
         if type(uid) is str:
-            node: Node | None = self._graph.get(uid)
+            node = self._graph.get(uid)
             if node is None:
                 return  # nothing to do for an object the graph does not hold
-            name = meta.get("name")  # type: ignore[union-attr]
-            namespace = meta.get("namespace") or None  # type: ignore[union-attr]
+            name = meta.get("name")
+            namespace = meta.get("namespace") or None
             if (
                 not node.virtual
                 and type(name) is str
