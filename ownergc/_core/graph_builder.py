@@ -425,7 +425,15 @@ class GraphBuilder:
     # -- informer events -------------------------------------------------
 
     @cython.locals(
-        plain=dict, meta=dict, entry=dict, hit=_Parsed, node=Node, owner=Node, graph=dict, grown=set
+        plain=dict,
+        meta=dict,
+        refs=list,
+        entry=dict,
+        hit=_Parsed,
+        node=Node,
+        owner=Node,
+        graph=dict,
+        grown=set,
     )
     def process_upsert(
         self,
@@ -466,10 +474,11 @@ class GraphBuilder:
         if raw_refs is None:
             owners = _NO_OWNERS
         else:
-            if type(raw_refs) is list and len(raw_refs) == 1:
-                # _parsed's cache hit, inlined for the common single entry (a sibling's)
-                first = raw_refs[0]
+            if type(raw_refs) is list:
+                refs = raw_refs  # (compiled: read as a list, without a generic call)
+                first = refs[0] if len(refs) == 1 else None
                 if type(first) is dict:
+                    # _parsed's cache hit, inlined for the common single entry (a sibling's)
                     entry = first
                     hit = self._ref_cache.get(entry.get("uid"))  # type: ignore[arg-type]
                     if hit is not None and not (
