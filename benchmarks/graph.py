@@ -17,9 +17,10 @@ controller, no work queues), which is what the graph core itself costs.
 Memory: tracemalloc measures what the graph and the queues hold after the
 adds (event bodies are not retained by the controller and are excluded).
 
-Run: ``python benchmarks/graph.py [--shapes 1000x10,10000x10,1x100000] [--repeat 3] [--cpu]``
-(``--cpu`` times with the process's CPU time instead of the wall clock: steadier
-on a machine other work is loading).
+Run: ``python benchmarks/graph.py [--shapes 1000x10,10000x10,1x100000] [--repeat 3] [--cpu]
+[--builder-only]`` (``--cpu`` times with the process's CPU time instead of the wall clock:
+steadier on a machine other work is loading; ``--builder-only`` times the bare builder alone,
+a few seconds a run).
 Prints one JSON object per line per shape; ``core`` says which graph core ran
 (``compiled``, what ``pip install .`` builds when a C compiler is present, or
 ``pure``, with ``OWNERGC_PURE=1``).
@@ -296,6 +297,23 @@ async def run_shape(
     }
 
 
+def run_builder_only(owners: int, per_owner: int, repeat: int) -> dict[str, Any]:
+    """``--builder-only``: the bare builder's rates alone (no controller, no memory)."""
+    owner_objs, dep_objs = make_objects(owners, per_owner)
+    gc.collect()
+    gc.freeze()  # as run_shape does: the bodies stand in for what a decoder drops
+    alone_add, alone_del = builder_alone(owner_objs, dep_objs, repeat)
+    del owner_objs, dep_objs
+    gc.unfreeze()
+    gc.collect()
+    return {
+        "shape": f"{owners}x{per_owner}",
+        "core": "compiled" if COMPILED else "pure",
+        "builder_add_events_per_s": round(alone_add),
+        "builder_delete_events_per_s": round(alone_del),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", default="1000x10,10000x10,1x100000")
@@ -311,6 +329,11 @@ def main() -> None:
         action="store_true",
         help="time with the process's CPU time (time.process_time), not the wall clock",
     )
+    parser.add_argument(
+        "--builder-only",
+        action="store_true",
+        help="only the bare GraphBuilder's add and delete rates (the graph core alone)",
+    )
     args = parser.parse_args()
     if args.cpu:
         global clock
@@ -319,7 +342,11 @@ def main() -> None:
 
     async def go() -> None:
         for owners, per_owner in shapes:
-            print(json.dumps(await run_shape(owners, per_owner, args.repeat, args.gc)), flush=True)
+            if args.builder_only:
+                result = run_builder_only(owners, per_owner, args.repeat)
+            else:
+                result = await run_shape(owners, per_owner, args.repeat, args.gc)
+            print(json.dumps(result), flush=True)
 
     anyio.run(go)
 

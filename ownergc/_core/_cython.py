@@ -11,6 +11,9 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 _T = TypeVar("_T")
+
+#: Compiled, True (the compiler folds the tests on it); here False.
+compiled = False
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 

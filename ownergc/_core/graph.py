@@ -121,7 +121,10 @@ class Node:
     def add_dependent(self, dependent: Node) -> None:
         deps = self.dependents
         if type(deps) is frozenset:
-            self.dependents = {dependent}
+            grown = {dependent}
+            if cython.compiled:  # (nodes are not tracked, nor a set of nodes)
+                PyObject_GC_UnTrack(grown)  # type: ignore[name-defined]  # noqa: F821
+            self.dependents = grown
         else:
             deps.add(dependent)  # type: ignore[union-attr]
 
@@ -154,7 +157,13 @@ class Node:
             resource_version=self.resource_version,
             finalizers=self.finalizers,
         )
-        clone.dependents = set(self.dependents) if self.dependents else NO_DEPENDENTS
+        if self.dependents:
+            copied = set(self.dependents)
+            if cython.compiled:
+                PyObject_GC_UnTrack(copied)  # type: ignore[name-defined]  # noqa: F821
+            clone.dependents = copied
+        else:
+            clone.dependents = NO_DEPENDENTS
         return clone
 
     def __repr__(self) -> str:

@@ -3,6 +3,17 @@
 # graph_builder.py stays the reference.
 from ownergc._core.graph cimport Node
 
+cdef extern from "Python.h":
+    # Objects that hold no container the collector must see (strings, flags,
+    # untracked nodes) are taken out of the cyclic GC's lists (issue 19).
+    void PyObject_GC_UnTrack(object)
+
+cdef class _Parsed:
+    cdef readonly object ref
+    cdef readonly tuple owners
+    cdef readonly object controller, block
+    cdef readonly str uid, name, kind, api_version
+
 cdef class GraphBuilder:
     cdef dict _graph
     cdef dict _namespaces
@@ -14,7 +25,9 @@ cdef class GraphBuilder:
     cdef public object events
 
     cdef tuple _parse_owner_references(self, object raw)
-    cdef tuple _parsed(self, object entry)
+    cdef _Parsed _parsed(self, object entry)
     cdef Node _observe(self, Node node, object observed)
     cdef _add_dependent_to_owners(self, Node node, object owners)
     cdef _remove_node(self, Node node, tuple key)
+
+cdef set _dependents_of_one(Node node)

@@ -69,24 +69,61 @@ __all__ = [
 _NO_OWNERS: tuple[OwnerReference, ...] = ()
 #: Parsed owner references kept for reuse by siblings (cleared when full).
 _REF_CACHE_SIZE = 65536
-#: (the entry first seen for an owner uid, its parse, that parse alone in a tuple,
-#: the parse's ``controller`` and ``block_owner_deletion``, then its uid, name, kind
-#: and apiVersion, which a sibling's add compares with its owner's without reading
-#: the reference's attributes)
-_ParsedRef = tuple[
-    dict[str, Any],
-    OwnerReference,
-    tuple[OwnerReference],
-    bool | None,
-    bool | None,
-    str,
-    str,
-    str,
-    str,
-]
+
+
+@cython.no_gc
+@cython.cclass
+class _Parsed:
+    """An ownerReferences entry parsed once, kept for its siblings (the builder's cache).
+
+    Besides the parse (``ref``) and that parse alone in a tuple (``owners``: a
+    single-entry list, the common case, shares it), it holds the six fields the
+    parse read, which a sibling's entry is compared with (an entry equal in
+    those parses to an equal reference; other keys are not read), and which a
+    sibling's add compares with its owner's without reading the reference.
+
+    Compiled, an extension type the cyclic garbage collector does not track,
+    and neither the reference nor its tuple: they hold only strings and flags.
+    """
+
+    __slots__ = ("api_version", "block", "controller", "kind", "name", "owners", "ref", "uid")
+
+    ref: OwnerReference
+    owners: tuple[OwnerReference]
+    controller: bool | None
+    block: bool | None
+    uid: str
+    name: str
+    kind: str
+    api_version: str
+
+    def __init__(self, ref: OwnerReference) -> None:
+        owners = (ref,)
+        if cython.compiled:
+            PyObject_GC_UnTrack(ref)  # type: ignore[name-defined]  # noqa: F821
+            PyObject_GC_UnTrack(owners)  # type: ignore[name-defined]  # noqa: F821
+        self.ref = ref
+        self.owners = owners
+        self.controller = ref.controller
+        self.block = ref.block_owner_deletion
+        self.uid = ref.uid
+        self.name = ref.name
+        self.kind = ref.kind
+        self.api_version = ref.api_version
+
+
 #: An identity as the absent-owner cache keys it: (apiVersion, kind, name, uid,
 #: namespace), a plain tuple, hashed in C (an ObjectReference hashes in Python).
 _IdentityKey = tuple[str, str, str, str, str | None]
+
+
+def _dependents_of_one(node: Node) -> set[Node]:
+    """``{node}``, a new set of dependents (compiled, not tracked by the cyclic GC: it
+    holds only nodes, which are not tracked either)."""
+    deps = {node}
+    if cython.compiled:
+        PyObject_GC_UnTrack(deps)  # type: ignore[name-defined]  # noqa: F821
+    return deps
 
 
 def _key(identity: ObjectReference) -> _IdentityKey:
@@ -370,8 +407,10 @@ class GraphBuilder:
         # the graph, read as a plain dict (compiled: direct dict calls; UIDToNode
         # overrides no dict method)
         self._graph = cython.cast(dict, graph)
+        if cython.compiled:  # (it holds strings and untracked nodes only)
+            PyObject_GC_UnTrack(graph)  # type: ignore[name-defined]  # noqa: F821
         self.absent_owner_cache = AbsentOwnerCache(absent_owner_cache_size)
-        self._ref_cache: dict[str, _ParsedRef] = {}
+        self._ref_cache: dict[str, _Parsed] = {}
         self._namespaces: dict[str, str] = {}
         self.attempt_to_delete = []
         self.attempt_to_delete_rate_limited = []
@@ -386,7 +425,15 @@ class GraphBuilder:
     # -- informer events -------------------------------------------------
 
     @cython.locals(
-        plain=dict, meta=dict, entry=dict, hit=tuple, node=Node, owner=Node, graph=dict, grown=set
+        plain=dict,
+        meta=dict,
+        refs=list,
+        entry=dict,
+        hit=_Parsed,
+        node=Node,
+        owner=Node,
+        graph=dict,
+        grown=set,
     )
     def process_upsert(
         self,
@@ -423,23 +470,27 @@ class GraphBuilder:
             raise InvalidObject(f"{kind} object without usable metadata.uid/name: {dict(meta)!r}")
         raw_refs = meta.get("ownerReferences")
         owners: tuple[OwnerReference, ...]
-        hit: _ParsedRef | None = None
+        hit: _Parsed | None = None
         if raw_refs is None:
             owners = _NO_OWNERS
         else:
-            if type(raw_refs) is list and len(raw_refs) == 1:
-                # _parsed's cache hit, inlined for the common single entry (a sibling's)
-                first = raw_refs[0]
+            if type(raw_refs) is list:
+                refs = raw_refs  # (compiled: read as a list, without a generic call)
+                first = refs[0] if len(refs) == 1 else None
                 if type(first) is dict:
+                    # _parsed's cache hit, inlined for the common single entry (a sibling's)
                     entry = first
                     hit = self._ref_cache.get(entry.get("uid"))  # type: ignore[arg-type]
                     if hit is not None and not (
-                        entry == hit[0]
-                        and entry.get("controller") is hit[3]
-                        and entry.get("blockOwnerDeletion") is hit[4]
+                        # == takes True for 1; the parse would not (booleans only): `is`
+                        entry.get("controller") is hit.controller
+                        and entry.get("blockOwnerDeletion") is hit.block
+                        and entry.get("name") == hit.name
+                        and entry.get("kind") == hit.kind
+                        and entry.get("apiVersion") == hit.api_version
                     ):
                         hit = None
-            owners = hit[2] if hit is not None else self._parse_owner_references(raw_refs)
+            owners = hit.owners if hit is not None else self._parse_owner_references(raw_refs)
         namespace = meta.get("namespace") or None
         if namespace is not None:
             if type(namespace) is not str:
@@ -481,21 +532,24 @@ class GraphBuilder:
                     # _add_dependent_to_owners, inlined for one owner already observed in
                     # this namespace under these coordinates and not deleting dependents
                     # (nothing to flag or enqueue: the set just gains the node).
-                    owner = graph.get(hit[5])
+                    owner = graph.get(hit.uid)
                     if (
                         owner is not None
                         and owner.namespace == namespace
                         and not owner.deleting_dependents
-                        and hit[6] == owner.name
-                        and hit[7] == owner.kind
-                        and hit[8] == owner.api_version
+                        and hit.name == owner.name
+                        and hit.kind == owner.kind
+                        and hit.api_version == owner.api_version
                     ):
                         deps = owner.dependents
                         if type(deps) is set:
                             grown = deps  # (compiled: a set, so a direct PySet_Add)
                             grown.add(node)
                         else:
-                            owner.dependents = {node}
+                            grown = {node}
+                            if cython.compiled:  # (it holds untracked nodes only)
+                                PyObject_GC_UnTrack(grown)  # type: ignore[name-defined]  # noqa: F821
+                            owner.dependents = grown
                         return node
                 self._add_dependent_to_owners(node, owners)
             return node
@@ -612,62 +666,62 @@ class GraphBuilder:
         return node
 
     def _parse_owner_references(self, raw: Any) -> tuple[OwnerReference, ...]:
-        """Parse ownerReferences, reusing what an identical earlier entry parsed to.
+        """Parse ownerReferences, reusing what an equal earlier entry parsed to.
 
         Siblings share their owner's reference (a ReplicaSet's pods all carry
-        the same one): the entry is compared, as a whole, with the first one
-        seen for that owner uid, and a match reuses its OwnerReference, and
-        for a single-entry list (the common case) the very same tuple, so
-        siblings cost no parse and no memory of their own.
+        the same one): the fields the parse reads are compared with those of
+        the first entry seen for that owner uid, and a match reuses its
+        OwnerReference, and for a single-entry list (the common case) the very
+        same tuple, so siblings cost no parse and no memory of their own.
         """
         if type(raw) is not list:
             raise InvalidOwnerReference(
                 f"metadata.ownerReferences must be a list, got {type(raw).__name__}"
             )
         if len(raw) == 1:
-            return self._parsed(raw[0])[2]
-        return tuple([self._parsed(entry)[1] for entry in raw])
+            return self._parsed(raw[0]).owners
+        return tuple([self._parsed(entry).ref for entry in raw])
 
-    def _parsed(self, entry: Any) -> _ParsedRef:
+    @cython.locals(plain=dict, hit=_Parsed)
+    def _parsed(self, entry: Any) -> _Parsed:
         cache = self._ref_cache
-        hit: _ParsedRef | None
         if type(entry) is dict:
-            hit = cache.get(entry.get("uid"))  # type: ignore[arg-type]
-            if (
-                hit is not None
-                and entry == hit[0]
-                # == takes True for 1; the parse would not (booleans only).
-                and entry.get("controller") is hit[3]
-                and entry.get("blockOwnerDeletion") is hit[4]
-            ):
-                return hit
-        ref = OwnerReference.from_dict(entry)
+            plain = entry
+            found = cache.get(plain.get("uid"))  # type: ignore[arg-type]
+            if found is not None:
+                hit = found
+                if (
+                    # == takes True for 1; the parse would not (booleans only): `is`
+                    plain.get("controller") is hit.controller
+                    and plain.get("blockOwnerDeletion") is hit.block
+                    and plain.get("name") == hit.name
+                    and plain.get("kind") == hit.kind
+                    and plain.get("apiVersion") == hit.api_version
+                ):
+                    return hit
+        hit = _Parsed(OwnerReference.from_dict(entry))
         if len(cache) >= _REF_CACHE_SIZE:
             cache.clear()
-        hit = (
-            dict(entry),
-            ref,
-            (ref,),
-            ref.controller,
-            ref.block_owner_deletion,
-            ref.uid,
-            ref.name,
-            ref.kind,
-            ref.api_version,
-        )
-        cache[ref.uid] = hit
+        cache[hit.uid] = hit
         return hit
 
+    @cython.locals(plain=dict, meta=dict, node=Node)
     def process_delete(self, obj: Mapping[str, Any], api_version: str, kind: str) -> None:
         """A Delete from a monitor (tombstones already unwrapped)."""
-        meta = obj.get("metadata") if type(obj) is dict else None
-        uid = meta.get("uid") if type(meta) is dict else None
+        raw_meta = None
+        if type(obj) is dict:  # (compiled: direct dict calls, as in process_upsert)
+            plain = obj
+            raw_meta = plain.get("metadata")
+        uid = None
+        if type(raw_meta) is dict:
+            meta = raw_meta
+            uid = meta.get("uid")
         if type(uid) is str:
-            node: Node | None = self._graph.get(uid)
+            node = self._graph.get(uid)
             if node is None:
                 return  # nothing to do for an object the graph does not hold
-            name = meta.get("name")  # type: ignore[union-attr]
-            namespace = meta.get("namespace") or None  # type: ignore[union-attr]
+            name = meta.get("name")
+            namespace = meta.get("namespace") or None
             if (
                 not node.virtual
                 and type(name) is str
@@ -762,7 +816,7 @@ class GraphBuilder:
                     new_identity(ref.api_version, ref.kind, ref.name, ref.uid, ns),
                     virtual=True,
                 )
-                owner.dependents = {node}
+                owner.dependents = _dependents_of_one(node)
                 graph[ref.uid] = owner
                 self.attempt_to_delete.append(owner)
                 continue
@@ -770,7 +824,7 @@ class GraphBuilder:
             if type(deps) is set:
                 deps.add(node)
             else:
-                owner.dependents = {node}
+                owner.dependents = _dependents_of_one(node)
             if owner.deleting_dependents:
                 # Deliberate deviation (docs/reliability.md): the owner's foreground
                 # transition enqueued the dependents it had then; one observed later

@@ -43,6 +43,31 @@ def test_a_node_is_tracked_by_the_cyclic_gc_only_when_pure() -> None:
     assert gc.is_tracked(node) is not graph.COMPILED
 
 
+def test_what_holds_only_nodes_or_strings_is_untracked_when_compiled() -> None:
+    """Compiled (issue 19), the graph, every set of dependents (first dependent by any
+    path: observed owner, virtual owner, sibling) and the parsed owner references hold
+    only untracked nodes, strings and flags, and are kept out of the cyclic GC's lists;
+    pure, they are what Python makes them."""
+    b = GraphBuilder()
+    upsert(b, "o")
+    first = upsert(b, "d1", [ref("o")])  # the owner's first dependent (full path)
+    upsert(b, "v1", [ref("virtual")])  # a virtual owner's set
+    upsert(b, "p")
+    upsert(b, "p1", [ref("p")])
+    upsert(b, "p2", [ref("p")])  # a sibling: the short path
+    upsert(b, "q")
+    upsert(b, "q1", [ref("q")])
+    delete(b, "q1")
+    delete(b, "q")
+    upsert(b, "q")  # observed again, without dependents: the short path makes its set
+    upsert(b, "q2", [ref("q")])
+    graph_, owners = b.uid_to_node, first.owners
+    sets = [graph_[uid].dependents for uid in ("o", "virtual", "p", "q")]
+    assert [len(deps) for deps in sets] == [1, 1, 2, 1]
+    held = [graph_, owners, owners[0], *sets]
+    assert all(gc.is_tracked(obj) is not graph.COMPILED for obj in held)
+
+
 def _held_alike(node: object, held: object) -> bool:
     """``node`` has as many references as ``held``, an object the caller holds by one name
     (the counts include this call's own references)."""
