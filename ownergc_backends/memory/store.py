@@ -500,6 +500,31 @@ class InMemoryStore:
                 raise not_found(bucket, name)
         return render(bucket, obj, resource.version, metadata_only)
 
+    async def get_shared(
+        self, resource: APIResource, name: str, *, namespace: str | None = None
+    ) -> JSONDict:
+        """:meth:`get` (the whole object) without the copy, for a caller that encodes
+        the answer at once (the REST facade): a new top-level dict in ``resource``'s
+        version whose values are the stored ones, to be treated as read-only (see
+        :meth:`list_shared`)."""
+        await anyio.lowlevel.checkpoint()
+        self._begin("get", resource, namespace, name)
+        with self._lock:
+            bucket = self._registry.bucket_for(resource)
+            self._registry.check_verb(bucket, "get")
+            obj = bucket.lookup(self._registry.object_namespace(bucket, namespace), name)
+            if obj is None:
+                raise not_found(bucket, name)
+        spec = bucket.spec
+        head = {
+            "apiVersion": f"{spec.group}/{resource.version}" if spec.group else resource.version,
+            "kind": spec.kind,
+        }
+        item = head.copy()
+        item.update(obj)
+        item.update(head)
+        return item
+
     async def create(
         self,
         resource: APIResource,
