@@ -101,6 +101,8 @@ def _problems(
     if isinstance(value, list):
         items = schema.get("items") if isinstance(schema, dict) else None
         for index, item in enumerate(value):
+            if not isinstance(item, (dict, list)):
+                continue  # a scalar has no fields
             yield from _problems(
                 item,
                 items,
@@ -120,6 +122,8 @@ def _problems(
     embedded = closed and schema.get("x-kubernetes-embedded-resource")
     unknown: list[str] = []
     for key, item in value.items():
+        if not closed and not twice and not isinstance(item, (dict, list)):
+            continue  # known (nothing below is checked), not repeated, no fields below
         where = f"{path}.{key}" if path else key
         sub: Any = None
         known = True
@@ -147,6 +151,8 @@ def _problems(
             continue
         if key in twice:
             yield f'duplicate field "{where}"'
+        if not isinstance(item, (dict, list)):
+            continue  # a scalar has no fields
         yield from _problems(
             item,
             sub,
