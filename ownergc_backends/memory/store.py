@@ -947,6 +947,7 @@ class InMemoryStore:
         preconditions: Preconditions | None = None,
         orphan_dependents: bool | None = None,
         dry_run: bool = False,
+        shared: bool = False,
     ) -> tuple[JSONDict, bool]:
         """:meth:`delete`, returning ``(object, removed)`` atomically.
 
@@ -955,6 +956,8 @@ class InMemoryStore:
         is the object that remains, as :meth:`delete` returns it. With
         ``dry_run`` nothing changes; ``removed`` says the DELETE would remove
         the object, which is then returned as stored (kube-apiserver's answer).
+        ``shared``: the object is not copied, for a caller that encodes it at once and
+        never changes it (see :meth:`list_shared`).
         """
         await anyio.lowlevel.checkpoint()
         self._begin("delete", resource, namespace, name)
@@ -979,4 +982,5 @@ class InMemoryStore:
             if result is None:
                 assert before is not None
                 result = before if dry_run else _with_rv(before, self._storage.rv)
-        return render(bucket, result, resource.version, False), removed
+        draw = render_shared if shared else render
+        return draw(bucket, result, resource.version, False), removed

@@ -549,6 +549,8 @@ class DeleteHandler:
             preconditions=preconditions,
             orphan_dependents=orphan,
             dry_run=dry_run,
+            # Uncopied unless a write hook gets it: the answer is encoded at once.
+            shared=not self.writes.hooks.hooks,
         )
         await self.writes.hooks.run("delete", route.resource, obj, dry_run=dry_run)
         resource = route.resource
