@@ -67,6 +67,10 @@ def _serve(objects: int, doomed: int) -> None:
             body = {"metadata": {"name": f"cm-{i}", "labels": {"i": str(i)}}, "data": {"k": "v"}}
             server.call(create, configmaps, body)
         uids = []
+        if doomed:  # in a namespace of their own: the LIST case lists ``objects``
+            namespaces = store.resource_for("v1", "Namespace")
+            server.call(store.create, namespaces, {"metadata": {"name": "doomed"}})
+        create = functools.partial(store.create, namespace="doomed")
         for i in range(doomed):
             body = {"metadata": {"name": f"doomed-{i}"}, "data": {"k": "v"}}
             uids.append(server.call(create, configmaps, body)["metadata"]["uid"])
@@ -123,7 +127,8 @@ def _calls(case: str, uids: list[str]) -> Iterator[Call]:
                 "propagationPolicy": "Background",
                 "preconditions": {"uid": uid},
             }
-            yield ("DELETE", f"{CM}/doomed-{i}", json.dumps(options).encode(), headers)
+            path = f"/api/v1/namespaces/doomed/configmaps/doomed-{i}"
+            yield ("DELETE", path, json.dumps(options).encode(), headers)
 
 
 def main() -> None:
