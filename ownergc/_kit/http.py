@@ -17,6 +17,8 @@ next request on a kept-alive connection.
 from __future__ import annotations
 
 import contextlib
+import inspect
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final
@@ -71,6 +73,9 @@ _REASONS: Final[dict[int, str]] = {
 }
 
 
+_REASON_BYTES: Final = {status: text.encode("ascii") for status, text in _REASONS.items()}
+
+
 def reason_phrase(status: int) -> str:
     """The standard reason phrase; clients ignore it but humans read it in logs."""
     return _REASONS.get(status, "Unknown")
@@ -99,9 +104,7 @@ class Request:
     query: dict[str, list[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        parts = urlsplit(self.target)
-        self.path = unquote(parts.path) or "/"
-        self.query = parse_qs(parts.query, keep_blank_values=True)
+        self.path, self.query = _split_target(self.target)
 
     def param(self, name: str) -> str | None:
         """The first value of query parameter ``name`` (None when absent)."""
@@ -111,18 +114,68 @@ class Request:
     @property
     def keep_alive(self) -> bool:
         """HTTP/1.1 keeps the connection unless told otherwise; HTTP/1.0 only when asked."""
-        tokens = {t.strip().lower() for t in self.headers.get("connection", "").split(",")}
+        connection = self.headers.get("connection")
+        if connection is None:
+            return self.version != "HTTP/1.0"
+        tokens = {t.strip().lower() for t in connection.split(",")}
         if self.version == "HTTP/1.0":
             return "keep-alive" in tokens
         return "close" not in tokens
+
+
+#: Characters that make a request target need ``urlsplit`` / ``unquote`` (a query, a
+#: fragment, an escape, or a leading ``//`` that urlsplit reads as an authority).
+_PLAIN_PATH: Final = re.compile(r"/(?!/)[^?#%]*")
+
+
+def _split_target(target: str) -> tuple[str, dict[str, list[str]]]:
+    """The unquoted path and the query of a request target (an origin-form target
+    without escapes, the common case, is its own path: no parsing)."""
+    if _PLAIN_PATH.fullmatch(target):
+        return target, {}
+    parts = urlsplit(target)
+    query = parse_qs(parts.query, keep_blank_values=True) if parts.query else {}
+    return unquote(parts.path) or "/", query
 
 
 #: What writing to, or reading from, a peer that went away raises.
 PEER_GONE: Final = (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
 
 
-def _encode_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
-    return [(name.encode("latin-1"), value.encode("latin-1")) for name, value in headers]
+#: Whether h11 takes headers that were validated already (``_parsed``, as its own parser
+#: hands them over): then a header is checked once, here, and kept encoded.
+_PREVALIDATED: Final = "_parsed" in inspect.signature(h11.Response.__init__).parameters
+#: A header name and value as h11 requires them (h11's own rules: RFC 9110 tokens, and
+#: values without CR, LF or NUL, nor space at either end).
+_FIELD_NAME: Final = re.compile(rb"[-!#$%&'*+.^_`|~0-9a-zA-Z]+")
+_FIELD_VALUE: Final = re.compile(rb"(?:[^\x00\s]+(?:[ \t]+[^\x00\s]+)*)?")
+#: Encoded headers already checked: a server sends the same few over and over.
+_CHECKED: dict[tuple[str, str], tuple[bytes, bytes]] = {}
+_CHECKED_MAX: Final = 4096
+
+
+def _encode_header(name: str, value: str) -> tuple[bytes, bytes]:
+    """One header as bytes, checked as h11 checks it (an invalid one is left to h11,
+    which refuses it with its own error)."""
+    pair = (name.encode("latin-1"), value.encode("latin-1"))
+    if _FIELD_NAME.fullmatch(pair[0]) and _FIELD_VALUE.fullmatch(pair[1]):
+        if len(_CHECKED) >= _CHECKED_MAX:
+            _CHECKED.clear()
+        _CHECKED[(name, value)] = pair
+    return pair
+
+
+def _encode_headers(headers: Iterable[tuple[str, str]]) -> tuple[list[tuple[bytes, bytes]], bool]:
+    """The headers as bytes, and whether each passed h11's checks already."""
+    out = []
+    checked = True
+    for header in headers:
+        pair = _CHECKED.get(header)
+        if pair is None:
+            pair = _encode_header(*header)
+            checked = checked and header in _CHECKED
+        out.append(pair)
+    return out, checked
 
 
 class ServerConnection:
@@ -155,16 +208,25 @@ class ServerConnection:
                 raise HTTPProtocolError(exc.error_status_hint, str(exc)) from None
             if event is not h11.NEED_DATA:
                 return event
-            try:
-                data = await self.stream.receive(_READ_SIZE)
-            except (anyio.EndOfStream, *PEER_GONE):
-                data = b""
-            self._h11.receive_data(data)
+            await self._receive()
+
+    async def _receive(self) -> None:
+        """Hand h11 what the socket has (all of it: h11 takes whole buffers)."""
+        try:
+            data = await self.stream.receive(_READ_SIZE)
+        except (anyio.EndOfStream, *PEER_GONE):
+            data = b""
+        self._h11.receive_data(data)
 
     async def next_request(self) -> Request | None:
         """Read one whole request; None when the peer closed the connection between
         requests. Raises :class:`HTTPProtocolError` for a request that breaks HTTP/1.1
         or the size limits; :meth:`respond_and_close` then answers it."""
+        buffered, closed = self._h11.trailing_data
+        if not buffered and not closed:
+            # Nothing to parse yet (the usual case between requests): read first,
+            # rather than ask h11 for an event it cannot have.
+            await self._receive()
         event = await self._next_event()
         if isinstance(event, h11.ConnectionClosed) or event is h11.PAUSED:
             return None
@@ -227,11 +289,13 @@ class ServerConnection:
             await self.stream.send(data)
 
     def _head(self, status: int, headers: Iterable[tuple[str, str]]) -> h11.Response:
-        return h11.Response(
-            status_code=status,
-            headers=_encode_headers(headers),
-            reason=reason_phrase(status).encode("ascii"),
-        )
+        encoded, checked = _encode_headers(headers)
+        reason = _REASON_BYTES.get(status) or reason_phrase(status).encode("ascii")
+        if checked and _PREVALIDATED:
+            # Checked above as h11 would: h11 skips its own pass (it still reads the
+            # framing headers, Content-Length and Transfer-Encoding).
+            return h11.Response(status_code=status, headers=encoded, reason=reason, _parsed=True)
+        return h11.Response(status_code=status, headers=encoded, reason=reason)
 
     @property
     def _head_request(self) -> bool:

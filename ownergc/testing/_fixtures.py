@@ -136,6 +136,23 @@ class OwnerGCStore:
             timeout_seconds=timeout_seconds,
         )
 
+    def watch_batches(
+        self,
+        resource: APIResource,
+        *,
+        resource_version: str,
+        namespace: str | None = None,
+        metadata_only: bool = True,
+        timeout_seconds: float | None = None,
+    ) -> AsyncGenerator[builtins.list[WatchEvent], None]:
+        return self.store.watch_batches(
+            resource,
+            resource_version=resource_version,
+            namespace=namespace,
+            metadata_only=metadata_only,
+            timeout_seconds=timeout_seconds,
+        )
+
     async def get(
         self,
         resource: APIResource,
@@ -147,6 +164,11 @@ class OwnerGCStore:
         return await self.store.get(
             resource, name, namespace=namespace, metadata_only=metadata_only
         )
+
+    async def get_shared(
+        self, resource: APIResource, name: str, *, namespace: str | None = None
+    ) -> JSONDict:
+        return await self.store.get_shared(resource, name, namespace=namespace)
 
     async def create(
         self,
@@ -242,6 +264,7 @@ class OwnerGCStore:
         preconditions: Preconditions | None = None,
         orphan_dependents: bool | None = None,
         dry_run: bool = False,
+        shared: bool = False,
     ) -> tuple[JSONDict, bool]:
         return await self.store.delete_and_report(
             resource,
@@ -251,6 +274,7 @@ class OwnerGCStore:
             preconditions=preconditions,
             orphan_dependents=orphan_dependents,
             dry_run=dry_run,
+            shared=shared,
         )
 
     # -- the store's extras, passed on

@@ -41,6 +41,7 @@ __all__ = [
     "json_value",
     "not_found",
     "render",
+    "render_shared",
 ]
 
 
@@ -60,6 +61,26 @@ def render(bucket: _Storage, obj: JSONDict, version: str, metadata_only: bool) -
     for key, value in obj.items():
         if key not in ("apiVersion", "kind"):
             out[key] = copy_json(value)
+    return out
+
+
+def render_shared(bucket: _Storage, obj: JSONDict, version: str, metadata_only: bool) -> JSONDict:
+    """:func:`render` without the copy: a new top-level dict whose values are the stored
+    ones, for a reader that encodes it at once and never changes it."""
+    if metadata_only:
+        return {
+            "apiVersion": _PARTIAL_API_VERSION,
+            "kind": _PARTIAL_KIND,
+            "metadata": obj["metadata"],
+        }
+    spec = bucket.spec
+    out: JSONDict = {
+        "apiVersion": f"{spec.group}/{version}" if spec.group else version,
+        "kind": spec.kind,
+    }
+    for key, value in obj.items():
+        if key not in ("apiVersion", "kind"):
+            out[key] = value
     return out
 
 

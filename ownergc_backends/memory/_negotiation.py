@@ -112,6 +112,22 @@ def negotiate(accept: str | None, *, conversions: bool) -> _Target:
     """
     if not accept:
         return _PLAIN
+    target = _negotiated(accept, conversions)
+    if target is None:
+        raise _HTTPError(
+            406,
+            "NotAcceptable",
+            "only the following media types are accepted: application/json "
+            "(with as=PartialObjectMetadata, PartialObjectMetadataList or Table;g=meta.k8s.io)",
+        )
+    return target
+
+
+@functools.lru_cache(maxsize=256)
+def _negotiated(accept: str, conversions: bool) -> _Target | None:
+    """:func:`negotiate`'s answer for one Accept header (None: nothing acceptable).
+
+    Cached: a client sends the same few Accept headers on every request."""
     for media, params in _media_ranges(accept):
         if media not in (_JSON, "application/*", "*/*"):
             continue
@@ -125,12 +141,7 @@ def negotiate(accept: str | None, *, conversions: bool) -> _Target:
             version in ("v1", "v1beta1")
         ):
             return _Target(as_kind, version)
-    raise _HTTPError(
-        406,
-        "NotAcceptable",
-        "only the following media types are accepted: application/json "
-        "(with as=PartialObjectMetadata, PartialObjectMetadataList or Table;g=meta.k8s.io)",
-    )
+    return None
 
 
 def _json_body(data: bytes, what: str) -> Any:

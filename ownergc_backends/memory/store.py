@@ -64,7 +64,7 @@ from ownergc.protocols import (
     WatchEvent,
 )
 
-from ._core import conflict, json_body, json_value, not_found, render
+from ._core import conflict, json_body, json_value, not_found, render, render_shared
 from ._objects import (
     _WATCH_BATCH,
     INITIAL_NAMESPACES,
@@ -419,6 +419,27 @@ class InMemoryStore:
             return self._failed_watch(exc)
         return self._watch(resource, start, metadata_only, timeout_seconds)
 
+    def watch_batches(
+        self,
+        resource: APIResource,
+        *,
+        resource_version: str,
+        namespace: str | None = None,
+        metadata_only: bool = True,
+        timeout_seconds: float | None = None,
+    ) -> AsyncGenerator[builtins.list[WatchEvent], None]:
+        """:meth:`watch`, the events that are ready at once handed over together (never
+        an empty list), and their objects not copied: for the REST facade, which
+        encodes them at once and writes them to its client in one piece rather than
+        one write per event. The objects must be treated as read-only (see
+        :meth:`list_shared`)."""
+        self._begin("watch", resource, namespace)
+        try:
+            start = self._watch_start(resource, resource_version, namespace)
+        except APIError as exc:
+            return self._failed_watch(exc)
+        return self._watch_batches(resource, start, metadata_only, timeout_seconds, shared=True)
+
     def _watch_start(
         self, resource: APIResource, resource_version: str, namespace: str | None
     ) -> _WatchStart:
@@ -439,7 +460,7 @@ class InMemoryStore:
             return self._storage.watch_start(bucket, ns, since)
 
     @staticmethod
-    async def _failed_watch(error: APIError) -> AsyncGenerator[WatchEvent, None]:
+    async def _failed_watch(error: APIError) -> AsyncGenerator[Any, None]:
         await anyio.lowlevel.checkpoint()
         raise error
         yield  # pragma: no cover - makes this an async generator
@@ -451,11 +472,33 @@ class InMemoryStore:
         metadata_only: bool,
         timeout_seconds: float | None,
     ) -> AsyncGenerator[WatchEvent, None]:
+        batches = self._watch_batches(resource, start, metadata_only, timeout_seconds)
+        try:
+            async for batch in batches:
+                for event in batch:
+                    yield event
+        finally:
+            await batches.aclose()
+
+    async def _watch_batches(
+        self,
+        resource: APIResource,
+        start: _WatchStart,
+        metadata_only: bool,
+        timeout_seconds: float | None,
+        *,
+        shared: bool = False,
+    ) -> AsyncGenerator[builtins.list[WatchEvent], None]:
         await anyio.lowlevel.checkpoint()
         deadline = None if timeout_seconds is None else anyio.current_time() + timeout_seconds
         bucket, ns, initial, seq = start.storage, start.namespace, start.initial, start.seq
-        for obj in initial:
-            yield WatchEvent("ADDED", render(bucket, obj, resource.version, metadata_only))
+        version = resource.version
+        draw = render_shared if shared else render
+        for first in range(0, len(initial), _WATCH_BATCH):
+            yield [
+                WatchEvent("ADDED", draw(bucket, obj, version, metadata_only))
+                for obj in initial[first : first + _WATCH_BATCH]
+            ]
         while True:
             with self._lock:
                 batch, waiter, ended = self._storage.events_locked(
@@ -464,12 +507,13 @@ class InMemoryStore:
             if ended:
                 return
             seq += len(batch)
-            for event in batch:
-                if ns is None or event.namespace == ns:
-                    yield WatchEvent(
-                        event.type,
-                        render(bucket, event.obj, resource.version, metadata_only),
-                    )
+            ready = [
+                WatchEvent(event.type, draw(bucket, event.obj, version, metadata_only))
+                for event in batch
+                if ns is None or event.namespace == ns
+            ]
+            if ready:
+                yield ready
             # At the deadline the stream ends once it has caught up with the log.
             caught_up = len(batch) < _WATCH_BATCH
             if deadline is not None and caught_up and anyio.current_time() >= deadline:
@@ -499,6 +543,31 @@ class InMemoryStore:
             if obj is None:
                 raise not_found(bucket, name)
         return render(bucket, obj, resource.version, metadata_only)
+
+    async def get_shared(
+        self, resource: APIResource, name: str, *, namespace: str | None = None
+    ) -> JSONDict:
+        """:meth:`get` (the whole object) without the copy, for a caller that encodes
+        the answer at once (the REST facade): a new top-level dict in ``resource``'s
+        version whose values are the stored ones, to be treated as read-only (see
+        :meth:`list_shared`)."""
+        await anyio.lowlevel.checkpoint()
+        self._begin("get", resource, namespace, name)
+        with self._lock:
+            bucket = self._registry.bucket_for(resource)
+            self._registry.check_verb(bucket, "get")
+            obj = bucket.lookup(self._registry.object_namespace(bucket, namespace), name)
+            if obj is None:
+                raise not_found(bucket, name)
+        spec = bucket.spec
+        head = {
+            "apiVersion": f"{spec.group}/{resource.version}" if spec.group else resource.version,
+            "kind": spec.kind,
+        }
+        item = head.copy()
+        item.update(obj)
+        item.update(head)
+        return item
 
     async def create(
         self,
@@ -878,6 +947,7 @@ class InMemoryStore:
         preconditions: Preconditions | None = None,
         orphan_dependents: bool | None = None,
         dry_run: bool = False,
+        shared: bool = False,
     ) -> tuple[JSONDict, bool]:
         """:meth:`delete`, returning ``(object, removed)`` atomically.
 
@@ -886,6 +956,8 @@ class InMemoryStore:
         is the object that remains, as :meth:`delete` returns it. With
         ``dry_run`` nothing changes; ``removed`` says the DELETE would remove
         the object, which is then returned as stored (kube-apiserver's answer).
+        ``shared``: the object is not copied, for a caller that encodes it at once and
+        never changes it (see :meth:`list_shared`).
         """
         await anyio.lowlevel.checkpoint()
         self._begin("delete", resource, namespace, name)
@@ -910,4 +982,5 @@ class InMemoryStore:
             if result is None:
                 assert before is not None
                 result = before if dry_run else _with_rv(before, self._storage.rv)
-        return render(bucket, result, resource.version, False), removed
+        draw = render_shared if shared else render
+        return draw(bucket, result, resource.version, False), removed

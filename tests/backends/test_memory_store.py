@@ -624,3 +624,72 @@ async def test_list_shared_is_the_list_without_copies(store: InMemoryStore) -> N
     assert json.dumps(shared.items[0], sort_keys=True) == before
     after = await store.list_shared(cm(store), namespace="default")
     assert [o["metadata"]["labels"]["k"] for o in after.items] == ["changed", "c"]
+
+
+async def test_get_shared_is_get_without_the_copy(store: InMemoryStore) -> None:
+    """The facade's GET path: the object ``get`` returns (key order too), and one read
+    before a write keeps what it had."""
+    await make_cm(store, "a", labels={"k": "a"})
+    shared = await store.get_shared(cm(store), "a", namespace="default")
+    copied = await store.get(cm(store), "a", namespace="default", metadata_only=False)
+    assert json.dumps(shared) == json.dumps(copied)
+    before = json.dumps(shared)
+    await store.patch(
+        cm(store),
+        "a",
+        {"metadata": {"labels": {"k": "changed"}}},
+        patch_type=PatchType.MERGE,
+        namespace="default",
+    )
+    assert json.dumps(shared) == before
+    with pytest.raises(NotFound):
+        await store.get_shared(cm(store), "missing", namespace="default")
+
+
+async def test_delete_and_report_shared_answers_as_the_copy(store: InMemoryStore) -> None:
+    await make_cm(store, "a")
+    await make_cm(store, "b")
+    copied, removed = await store.delete_and_report(cm(store), "a", namespace="default")
+    shared, removed_too = await store.delete_and_report(
+        cm(store), "b", namespace="default", shared=True
+    )
+    assert removed and removed_too
+    assert list(shared) == list(copied)
+    assert shared["metadata"]["name"] == "b"
+    assert int(shared["metadata"]["resourceVersion"]) > int(copied["metadata"]["resourceVersion"])
+
+
+@pytest.mark.parametrize("metadata_only", [True, False])
+async def test_watch_batches_are_the_watch_events(
+    store: InMemoryStore, metadata_only: bool
+) -> None:
+    """``watch_batches`` hands over what ``watch`` yields, in order, in non-empty lists
+    (the initial ADDED events of a watch from "0" too)."""
+    await make_cm(store, "a")
+    await make_cm(store, "z", ns="kube-system")
+    watches = [
+        store.watch(
+            cm(store), resource_version="0", namespace="default", metadata_only=metadata_only
+        ),
+        store.watch_batches(
+            cm(store), resource_version="0", namespace="default", metadata_only=metadata_only
+        ),
+    ]
+    await make_cm(store, "b")
+    await make_cm(store, "y", ns="kube-system")
+    await store.delete(cm(store), "a", namespace="default")
+    one_by_one = []
+    async for event in watches[0]:
+        one_by_one.append((event.type, event.object))
+        if len(one_by_one) == 3:
+            break
+    batched = []
+    async for batch in watches[1]:
+        assert batch
+        batched.extend((event.type, event.object) for event in batch)
+        if len(batched) >= 3:
+            break
+    for watch in watches:
+        await watch.aclose()
+    assert [t for t, _ in one_by_one] == ["ADDED", "ADDED", "DELETED"]
+    assert json.dumps(batched) == json.dumps(one_by_one)

@@ -104,7 +104,9 @@ class AdmissionChain:
     async def admit(self, attrs: AdmissionAttributes) -> AdmissionAttributes:
         """Run the chain; the attributes with the object the write should store."""
         for plugin in self.mutating:
-            attrs = attrs.with_object(await plugin.admit(attrs))
+            obj = await plugin.admit(attrs)
+            if obj is not attrs.obj:
+                attrs = attrs.with_object(obj)
         for validator in self.validating:
             await validator.validate(attrs)
         return attrs

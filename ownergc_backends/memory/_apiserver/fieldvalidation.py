@@ -93,24 +93,35 @@ def _problems(
     *,
     structural: bool,
     prune: bool,
-    path: str = "",
-) -> Iterator[str]:
+) -> list[str]:
     """Unknown (and, where ``duplicates`` tells, duplicated) fields of ``value`` in
     document order, as ``unknown field "p"`` / ``duplicate field "p"``; unknown
     ones are deleted from ``value`` when ``prune``."""
+    out: list[str] = []
+    _walk(value, schema, definitions, duplicates, structural, prune, "", out)
+    return out
+
+
+def _walk(
+    value: Any,
+    schema: Any,
+    definitions: JSONDict,
+    duplicates: dict[int, list[str]],
+    structural: bool,
+    prune: bool,
+    path: str,
+    out: list[str],
+) -> None:
+    """:func:`_problems` below ``path``, appended to ``out`` (a plain recursion, not a
+    generator per level: this walks every object a PATCH writes)."""
     schema = _resolve(schema, definitions)
     if isinstance(value, list):
         items = schema.get("items") if isinstance(schema, dict) else None
         for index, item in enumerate(value):
-            yield from _problems(
-                item,
-                items,
-                definitions,
-                duplicates,
-                structural=structural,
-                prune=prune,
-                path=f"{path}[{index}]",
-            )
+            if isinstance(item, (dict, list)):  # a scalar has no fields
+                _walk(
+                    item, items, definitions, duplicates, structural, prune, f"{path}[{index}]", out
+                )
         return
     if not isinstance(value, dict):
         return
@@ -121,6 +132,8 @@ def _problems(
     embedded = closed and schema.get("x-kubernetes-embedded-resource")
     unknown: list[str] = []
     for key, item in value.items():
+        if not closed and not twice and not isinstance(item, (dict, list)):
+            continue  # known (nothing below is checked), not repeated, no fields below
         where = f"{path}.{key}" if path else key
         sub: Any = None
         known = True
@@ -144,19 +157,12 @@ def _problems(
         if not known:
             # A field both unknown and duplicated is reported once, as unknown.
             unknown.append(key)
-            yield f'unknown field "{where}"'
+            out.append(f'unknown field "{where}"')
             continue
         if key in twice:
-            yield f'duplicate field "{where}"'
-        yield from _problems(
-            item,
-            sub,
-            definitions,
-            duplicates,
-            structural=inner_structural,
-            prune=prune,
-            path=where,
-        )
+            out.append(f'duplicate field "{where}"')
+        if isinstance(item, (dict, list)):  # a scalar has no fields
+            _walk(item, sub, definitions, duplicates, inner_structural, prune, where, out)
     if prune:
         for key in unknown:
             del value[key]

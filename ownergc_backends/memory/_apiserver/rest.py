@@ -183,9 +183,13 @@ class WriteSteps:
         patch_type: PatchType | None = None,
     ) -> AdmissionAttributes:
         """Run admission for one write; ``old`` is read only when a plugin or the field
-        manager wants it."""
-        wanted = self.admission.wants_old_object or self.fields.wants_old_object
-        old_obj = await old() if old is not None and wanted else None
+        manager wants it (the field manager writes no delete, so it wants none then)."""
+        old_obj = None
+        if old is not None and (
+            (operation != "DELETE" and self.fields.wants_old_object)
+            or self.admission.wants_old_object
+        ):
+            old_obj = await old()
         attrs = AdmissionAttributes(
             operation=operation,
             resource=route.resource,
@@ -268,9 +272,8 @@ class GetHandler:
     async def __call__(self, ctx: RequestContext, route: ResourceRoute) -> Reply:
         target = _accepts(ctx.request)
         assert route.name is not None
-        obj = await self.store.get(
-            route.resource, route.name, namespace=route.namespace, metadata_only=False
-        )
+        # Shared, not copied: the answer is encoded before anything else runs.
+        obj = await self.store.get_shared(route.resource, route.name, namespace=route.namespace)
         return _json_response(200, self.renderer.one(ctx.request, obj, target, route))
 
 
@@ -546,6 +549,8 @@ class DeleteHandler:
             preconditions=preconditions,
             orphan_dependents=orphan,
             dry_run=dry_run,
+            # Uncopied unless a write hook gets it: the answer is encoded at once.
+            shared=not self.writes.hooks.hooks,
         )
         await self.writes.hooks.run("delete", route.resource, obj, dry_run=dry_run)
         resource = route.resource
