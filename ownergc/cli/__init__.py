@@ -35,7 +35,18 @@ COMMANDS: tuple[str, ...] = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _chosen_command(argv: Sequence[str] | None) -> str | None:
+    """The command ``argv`` names, when it plainly does (its first word): then only
+    that command's module is imported to build the parser (start-up time)."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words and words[0] in COMMANDS:
+        return words[0]
+    return None
+
+
+def build_parser(
+    argv: Sequence[str] | None = None, *, lazy: bool = False
+) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ownergc",
         description=(
@@ -50,7 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_logging_arguments(parser, default=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
+    chosen = _chosen_command(argv) if lazy else None
     for name in COMMANDS:
+        if chosen is not None and name != chosen:
+            # Never parsed into: a bare entry so the command names stay valid choices.
+            sub.add_parser(name)
+            continue
         command = importlib.import_module(f"ownergc.cli.{name}")
         subparser = sub.add_parser(
             name,
@@ -67,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    parser = build_parser(argv, lazy=True)
     args = parser.parse_args(argv)
     configure_logging(args.verbose, args.log_format)
     try:
