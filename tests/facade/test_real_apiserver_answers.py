@@ -2,7 +2,7 @@
 
 tests/data/real-apiserver-1.20/error-answers.json holds 34 requests and the real
 server's answers, recorded in order; they are replayed here in the same order
-against the facade. Every answer has the real status code, except the two
+against the facade. Every answer has the real status code, except the one
 listed in KNOWN_STATUS_DIFFERENCES; the answers in SAME_ANSWER match in full
 (reason, message, details; uids aside).
 """
@@ -25,9 +25,6 @@ UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 
 #: Where the status itself differs, and why (docs/serve.md, "Not served yet").
 KNOWN_STATUS_DIFFERENCES = {
-    # A merge patch giving a ConfigMap's data an integer: the real server's decoder
-    # refuses the type (422); the facade does not check scalar types.
-    17: 200,
     # An Exact list at resourceVersion 1: the real etcd compacted it (410); the
     # facade keeps its whole history.
     26: 200,

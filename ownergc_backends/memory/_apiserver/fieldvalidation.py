@@ -300,6 +300,15 @@ class FieldValidation:
         problems = list(found)
         return problems if report else []
 
+    def _type_error(self, resource: APIResource, obj: Any) -> str | None:
+        """A built-in kind's value its Go type cannot hold (the decoder refuses it
+        whatever ``fieldValidation`` says); custom resources are checked by their
+        schema's validation instead."""
+        schema, structural = self._schema(resource)
+        if schema is None or structural:
+            return None
+        return type_error(obj, schema, builtin_v2()["definitions"], resource.kind)
+
     def check(self, ctx: RequestContext, resource: APIResource) -> None:
         """A POST or PUT: decode the JSON body once, drop unknown fields, report them as
         the mode asks (``Strict``: 400; ``Warn``: the request's warnings). The decoded
@@ -316,6 +325,13 @@ class FieldValidation:
             body, duplicates = loads_tracking_duplicates(request.body)
         except (UnicodeDecodeError, json.JSONDecodeError):
             return  # the handler answers the bad body
+        wrong = self._type_error(resource, body)
+        if wrong is not None:
+            kind, version = resource.kind, resource.version
+            raise BadRequest(
+                f'{kind} in version "{version}" cannot be handled as a {kind}: {wrong}',
+                reason="BadRequest",
+            )
         problems = self._found(resource, body, duplicates, report=mode != "Ignore")
         if problems and mode == "Strict":
             kind, version = resource.kind, resource.version
@@ -341,6 +357,10 @@ class FieldValidation:
         the patch's problems as the mode asks (``Strict``: 422 on ``patch``). A patch
         applied again after a race (not ``first``) is not reported twice."""
         mode = self.mode(ctx)
+        wrong = self._type_error(resource, result)
+        if wrong is not None:
+            shown = json.dumps(result, separators=(",", ":"))
+            raise _invalid("", "", [FieldError("patch", "FieldValueInvalid", wrong, shown)])
         report = mode != "Ignore" and first
         problems: list[str] = []
         if report:
@@ -438,3 +458,128 @@ def duplicate_key_lines(text: str, *, is_json: bool) -> list[str]:
         elif isinstance(node, yaml.SequenceNode):
             todo.extend(node.value)
     return [message for _, message in sorted(found)]
+
+
+#: Types whose JSON form is not what their schema's ``type`` says (a Quantity
+#: takes a number too, an IntOrString either), or that take anything.
+_ANY_JSON: Final = frozenset(
+    {
+        "io.k8s.apimachinery.pkg.api.resource.Quantity",
+        "io.k8s.apimachinery.pkg.util.intstr.IntOrString",
+        "io.k8s.apimachinery.pkg.runtime.RawExtension",
+        "io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1",
+    }
+)
+_JSON_TYPES: Final = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+    "object": (dict,),
+}
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def _go_type(schema: Any, name: str | None, definitions: JSONDict) -> str:
+    """The Go type a schema stands for, as Go's JSON decoder names it in its errors."""
+    if name is not None:
+        parts = name.split(".")
+        return f"{parts[-2]}.{parts[-1]}" if len(parts) > 1 else name
+    kind = schema.get("type") if isinstance(schema, dict) else None
+    if kind == "string":
+        return "string"
+    if kind == "integer":
+        return str(schema.get("format") or "int")
+    if kind == "number":
+        return "float64"
+    if kind == "boolean":
+        return "bool"
+    if kind == "array":
+        item, item_name = _deref(schema.get("items"), definitions)
+        return "[]" + _go_type(item, item_name, definitions)
+    extra = schema.get("additionalProperties") if isinstance(schema, dict) else None
+    if isinstance(extra, dict):
+        value, value_name = _deref(extra, definitions)
+        return "map[string]" + _go_type(value, value_name, definitions)
+    return "map[string]interface {}"
+
+
+def _deref(schema: Any, definitions: JSONDict) -> tuple[Any, str | None]:
+    """The schema a ``$ref`` (or a lone ``allOf``) points to, and its definition name."""
+    name = None
+    for _ in range(8):
+        if not isinstance(schema, dict):
+            break
+        ref = schema.get("$ref")
+        if ref is None and len(schema.get("allOf") or []) == 1:
+            ref = schema["allOf"][0].get("$ref")
+        if not isinstance(ref, str) or not ref.startswith(_REF):
+            break
+        name = ref[len(_REF) :]
+        schema = definitions.get(name)
+    return schema, name
+
+
+def type_error(
+    value: Any, schema: Any, definitions: JSONDict, struct: str, field: str = ""
+) -> str | None:
+    """The first value of a built-in kind's body whose JSON type its Go field cannot
+    take, in Go's decoder's words (``json: cannot unmarshal number into Go struct
+    field ConfigMap.data of type string``); None when every value fits. ``null``
+    fits anything (Go decodes it as the zero value)."""
+    if value is None:
+        return None
+    schema, name = _deref(schema, definitions)
+    if not isinstance(schema, dict) or name in _ANY_JSON:
+        return None
+    if schema.get("format") == "int-or-string" or schema.get("x-kubernetes-int-or-string"):
+        return None
+    kind = schema.get("type")
+    if kind is None and ("properties" in schema or "additionalProperties" in schema):
+        kind = "object"
+    allowed = _JSON_TYPES.get(kind) if isinstance(kind, str) else None
+    if allowed is not None:
+        fits = isinstance(value, allowed) and (kind == "boolean" or not isinstance(value, bool))
+        if fits and kind == "integer" and isinstance(value, float):
+            fits = False
+        if not fits:
+            shown = _json_kind(value)
+            if shown == "number" and kind == "integer":
+                shown = f"number {json.dumps(value)}"
+            where = f"{struct}.{field}" if field else struct
+            return (
+                f"json: cannot unmarshal {shown} into Go struct field {where} of type "
+                f"{_go_type(schema, name, definitions)}"
+            )
+    inner = name.rsplit(".", 1)[-1] if name is not None else struct
+    if isinstance(value, dict):
+        properties = schema.get("properties") or {}
+        extra = schema.get("additionalProperties")
+        for key, item in value.items():
+            sub = properties.get(key)
+            if sub is not None:
+                found = type_error(
+                    item, sub, definitions, inner, f"{field}.{key}" if field else key
+                )
+            elif isinstance(extra, dict):
+                found = type_error(item, extra, definitions, inner, field)
+            else:
+                continue
+            if found is not None:
+                return found
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for item in value:
+            found = type_error(item, schema["items"], definitions, inner, field)
+            if found is not None:
+                return found
+    return None
