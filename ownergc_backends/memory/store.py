@@ -535,6 +535,11 @@ class InMemoryStore:
     ) -> JSONDict:
         """The live object; raises :class:`NotFound`."""
         await anyio.lowlevel.checkpoint()
+        bucket, obj = self._stored(resource, name, namespace)
+        return render(bucket, obj, resource.version, metadata_only)
+
+    def _stored(self, resource: APIResource, name: str, namespace: str | None) -> tuple[Any, Any]:
+        """The bucket and stored object a GET reads (counted as one); raises NotFound."""
         self._begin("get", resource, namespace, name)
         with self._lock:
             bucket = self._registry.bucket_for(resource)
@@ -542,7 +547,7 @@ class InMemoryStore:
             obj = bucket.lookup(self._registry.object_namespace(bucket, namespace), name)
             if obj is None:
                 raise not_found(bucket, name)
-        return render(bucket, obj, resource.version, metadata_only)
+        return bucket, obj
 
     async def get_shared(
         self, resource: APIResource, name: str, *, namespace: str | None = None
@@ -552,13 +557,7 @@ class InMemoryStore:
         version whose values are the stored ones, to be treated as read-only (see
         :meth:`list_shared`)."""
         await anyio.lowlevel.checkpoint()
-        self._begin("get", resource, namespace, name)
-        with self._lock:
-            bucket = self._registry.bucket_for(resource)
-            self._registry.check_verb(bucket, "get")
-            obj = bucket.lookup(self._registry.object_namespace(bucket, namespace), name)
-            if obj is None:
-                raise not_found(bucket, name)
+        bucket, obj = self._stored(resource, name, namespace)
         spec = bucket.spec
         head = {
             "apiVersion": f"{spec.group}/{resource.version}" if spec.group else resource.version,

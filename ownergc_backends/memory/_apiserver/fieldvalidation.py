@@ -283,10 +283,15 @@ class FieldValidation:
             )
         return raw
 
+    @staticmethod
     def _found(
-        self, resource: APIResource, obj: Any, duplicates: dict[int, list[str]], *, report: bool
+        kind_schema: tuple[JSONDict | None, bool],
+        obj: Any,
+        duplicates: dict[int, list[str]],
+        *,
+        report: bool,
     ) -> list[str]:
-        schema, structural = self._schema(resource)
+        schema, structural = kind_schema
         if schema is None or not isinstance(obj, dict):
             return []
         found = _problems(
@@ -300,11 +305,14 @@ class FieldValidation:
         problems = list(found)
         return problems if report else []
 
-    def _type_error(self, resource: APIResource, obj: Any) -> str | None:
+    @staticmethod
+    def _type_error(
+        kind_schema: tuple[JSONDict | None, bool], resource: APIResource, obj: Any
+    ) -> str | None:
         """A built-in kind's value its Go type cannot hold (the decoder refuses it
         whatever ``fieldValidation`` says); custom resources are checked by their
         schema's validation instead."""
-        schema, structural = self._schema(resource)
+        schema, structural = kind_schema
         if schema is None or structural:
             return None
         return type_error(obj, schema, builtin_v2()["definitions"], resource.kind)
@@ -325,14 +333,15 @@ class FieldValidation:
             body, duplicates = loads_tracking_duplicates(request.body)
         except (UnicodeDecodeError, json.JSONDecodeError):
             return  # the handler answers the bad body
-        wrong = self._type_error(resource, body)
+        kind_schema = self._schema(resource)  # once: both walks below read it
+        wrong = self._type_error(kind_schema, resource, body)
         if wrong is not None:
             kind, version = resource.kind, resource.version
             raise BadRequest(
                 f'{kind} in version "{version}" cannot be handled as a {kind}: {wrong}',
                 reason="BadRequest",
             )
-        problems = self._found(resource, body, duplicates, report=mode != "Ignore")
+        problems = self._found(kind_schema, body, duplicates, report=mode != "Ignore")
         if problems and mode == "Strict":
             kind, version = resource.kind, resource.version
             raise BadRequest(
@@ -357,7 +366,8 @@ class FieldValidation:
         the patch's problems as the mode asks (``Strict``: 422 on ``patch``). A patch
         applied again after a race (not ``first``) is not reported twice."""
         mode = self.mode(ctx)
-        wrong = self._type_error(resource, result)
+        kind_schema = self._schema(resource)  # once: both walks below read it
+        wrong = self._type_error(kind_schema, resource, result)
         if wrong is not None:
             shown = json.dumps(result, separators=(",", ":"))
             raise _invalid("", "", [FieldError("patch", "FieldValueInvalid", wrong, shown)])
@@ -372,7 +382,7 @@ class FieldValidation:
                 problems.extend(_json_patch_problems(tracked, duplicates))
             else:
                 problems.extend(_patch_duplicates(tracked, duplicates))
-        unknown = self._found(resource, result, {}, report=report)
+        unknown = self._found(kind_schema, result, {}, report=report)
         problems.extend(sorted(unknown))
         if problems and mode == "Strict":
             shown = (
