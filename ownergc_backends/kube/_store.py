@@ -1,16 +1,18 @@
 """KubeStore: an :class:`~ownergc.protocols.ObjectStore` over a real apiserver.
 
-Built on ``kubernetes.aio`` (the official client's asyncio package, on
-aiohttp) rather than the sync client: the controller is anyio, keeps one
-long-lived watch per resource plus ``workers`` concurrent writers, and must
-be cancellable. The sync client would pin one worker thread per open watch
-(anyio's default thread limiter is 40, a cluster serves more resources than
-that) and a blocked socket read in a thread cannot be cancelled. The asyncio
-client needs anyio's asyncio backend, which the controller defaults to.
+Asyncio, not threads: the controller is anyio, keeps one long-lived watch
+per resource plus ``workers`` concurrent writers, and must be cancellable. A
+sync client would pin one worker thread per open watch (anyio's default
+thread limiter is 40, a cluster serves more resources than that) and a
+blocked socket read in a thread cannot be cancelled. KubeStore needs anyio's
+asyncio backend, which the controller defaults to.
 
-The client provides the configuration, TLS and auth-token refresh; requests
-go out through ``_transport`` (a lean HTTP/1.1 client for short requests,
-aiohttp for watches and proxies), never through the generated per-type
+The configuration (kubeconfig, in-cluster, credentials and their refresh)
+is read by ``_kubeconfig`` without the ``kubernetes`` package, which is
+needed only for kubeconfig users with an ``auth-provider`` or for a
+``kubernetes.aio`` Configuration / ApiClient passed in. Requests go out
+through ``_transport`` (a lean HTTP/1.1 client for short requests, aiohttp
+for watches and proxies), never through a generated client's per-type
 methods or models: requests carry metadata-only ``Accept`` headers, bodies
 are encoded and answers decoded with orjson, and answers stay plain JSON
 dicts.
@@ -32,10 +34,9 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import quote
 
-import aiohttp
 import anyio
 import msgspec  # the kube extra's typed decoder: a monitor's list reads seven fields per object
 import orjson  # the kube extra's JSON decoder: the watch/list hot path decodes every body
@@ -70,7 +71,18 @@ from ownergc_backends.kube._errors import (
     error_from_status_object,
 )
 from ownergc_backends.kube._http1 import Response
-from ownergc_backends.kube._transport import Transport
+from ownergc_backends.kube._kubeconfig import ClientConfig
+from ownergc_backends.kube._transport import Transport, network_errors
+
+if TYPE_CHECKING:
+    import aiohttp
+
+
+def _stream_timeout(total: float | None, connect: float) -> aiohttp.ClientTimeout:
+    """A watch's timeouts (aiohttp, which serves watches, is imported on the first one)."""
+    import aiohttp
+
+    return aiohttp.ClientTimeout(total=total, sock_connect=connect)
 
 
 def _loads(data: bytes) -> Any:
@@ -153,7 +165,7 @@ async def _events(resp: aiohttp.ClientResponse, path: str) -> AsyncIterator[Any]
     while True:
         try:
             chunk = await resp.content.readany()
-        except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
+        except network_errors() as exc:
             log.debug("watch %s ended: %s: %s", path, type(exc).__name__, exc)
             return
         if not chunk:
@@ -225,7 +237,7 @@ def _version() -> str:
 
 
 class KubeStore(AsyncResource):
-    """An ObjectStore over a Kubernetes apiserver, via ``kubernetes.aio``.
+    """An ObjectStore over a Kubernetes apiserver.
 
     Create it with :meth:`from_kubeconfig`, :meth:`from_config` (kubeconfig,
     then in-cluster), :meth:`from_kubeconfig_dict` or :meth:`from_configuration`
@@ -289,15 +301,20 @@ class KubeStore(AsyncResource):
         self._counts: Counter[str] = Counter()
         self._retries = 0
         self._closed = False
-        self.host: str = str(getattr(api_client.configuration, "host", ""))
-        api_client.user_agent = f"ownergc/{_version()} (kube backend; kubernetes.aio)"
-        self._transport = Transport(api_client)
+        transport = Transport(api_client)
+        self.host: str = transport.host
+        api_client.user_agent = f"ownergc/{_version()} (kube backend)"
+        self._transport = transport
 
     # -- construction ------------------------------------------------------
 
     @classmethod
     def from_configuration(cls, configuration: Any, **options: Any) -> KubeStore:
-        """From a ``kubernetes.aio.client.Configuration`` (the store owns the client)."""
+        """From a :class:`ClientConfig` (what :meth:`from_kubeconfig` and
+        :meth:`from_config` load) or a ``kubernetes.aio.client.Configuration``
+        (the store owns the ApiClient it makes of it)."""
+        if isinstance(configuration, ClientConfig):
+            return cls(configuration, **options)
         from kubernetes.aio.client import ApiClient
 
         # One HTTP/1.1 connection per open watch (one per resource) plus the
@@ -404,9 +421,7 @@ class KubeStore(AsyncResource):
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            raise RuntimeError(
-                "KubeStore needs anyio's asyncio backend (kubernetes.aio runs on aiohttp)"
-            ) from None
+            raise RuntimeError("KubeStore needs anyio's asyncio backend") from None
         data = None if body is None else orjson.dumps(body)
         attempt = 0
         while True:
@@ -433,7 +448,7 @@ class KubeStore(AsyncResource):
                     answer = await self._transport.stream(
                         method, path, query=query, headers=headers, timeout=stream
                     )
-            except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
+            except network_errors() as exc:
                 raise error_from_exception(exc, host=self.host, what=f"{method} {path}") from exc
             except ValueError as exc:  # a request that cannot be written (control characters)
                 raise BadRequest(f"{method} {path}: {exc}", reason="BadRequest") from exc
@@ -444,6 +459,8 @@ class KubeStore(AsyncResource):
             assert isinstance(answer, Response)  # error answers are always read whole
             what = f"{method} {path}"
             err = error_from_response(answer.status, answer.body, answer.headers, what=what)
+            if answer.status == 401:  # an exec plugin runs again, a token file is read again
+                self._transport.unauthorized(headers.get("Authorization"))
             retry = answer.status == 429 or (answer.status >= 500 and err.retry_after is not None)
             if not retry or attempt >= self.max_retries:
                 raise err
@@ -761,7 +778,7 @@ class KubeStore(AsyncResource):
                 path,
                 query=query,
                 accept=accept,
-                stream=aiohttp.ClientTimeout(total=None, sock_connect=self.request_timeout),
+                stream=_stream_timeout(None, self.request_timeout),
             )
         except APIError as exc:
             if exc.code in _WATCH_LIST_REFUSED:
@@ -769,7 +786,7 @@ class KubeStore(AsyncResource):
             else:
                 log.info("watch-list %s failed (%s); listing", path, exc)
             return None
-        assert isinstance(resp, aiohttp.ClientResponse)
+        assert not isinstance(resp, Response)
         items: builtins.list[JSONDict] = []
         strip = self.strip_managed_fields
         try:
@@ -888,9 +905,9 @@ class KubeStore(AsyncResource):
             path,
             query=query,
             accept=OBJECT_ACCEPT if metadata_only else JSON,
-            stream=aiohttp.ClientTimeout(total=total, sock_connect=self.request_timeout),
+            stream=_stream_timeout(total, self.request_timeout),
         )
-        assert isinstance(resp, aiohttp.ClientResponse)
+        assert not isinstance(resp, Response)
         last: Any = None
         strip = self.strip_managed_fields
         try:
