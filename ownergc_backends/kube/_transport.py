@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
 
+from ownergc_backends.kube._auth import Auth, StaticAuth
 from ownergc_backends.kube._http1 import HTTP1Pool, Response
 from ownergc_backends.kube._kubeconfig import ClientConfig
 
@@ -68,12 +69,20 @@ class Transport:
         #: A ``kubernetes`` client's REST client (its ``_create_connector`` makes the
         #: aiohttp pool's connector when it has one).
         self._rest: Any = None
-        self._authorize: Callable[[], Awaitable[str | None]]
+        #: Credentials asked before each request (None: they never change, and
+        #: ``_static_headers`` holds them, rendered once with the default headers).
+        self._authorize: Callable[[], Awaitable[str | None]] | None
+        self._static_headers: dict[str, str] = {}
         if isinstance(client, ClientConfig):
             host = client.host
             self._ssl_context: ssl.SSLContext | None = client.ssl_context
             self._auth: Any = client.auth
             self._authorize = client.auth.authorization
+            if isinstance(client.auth, StaticAuth):
+                self._static_headers["Authorization"] = client.auth.value
+                self._authorize = None
+            elif type(client.auth) is Auth:
+                self._authorize = None
             proxy, proxy_headers, tls_server_name = (
                 client.proxy,
                 client.proxy_headers,
@@ -118,7 +127,7 @@ class Transport:
                 trust_env=False,
                 # Watch events (a whole object each) can exceed aiohttp's default buffer.
                 read_bufsize=2**21,
-                headers=dict(self._default_headers),
+                headers={**self._default_headers, **self._static_headers},
             )
         return self._session
 
@@ -169,7 +178,7 @@ class Transport:
                 host_header=parts.netloc.rpartition("@")[2],
                 ssl_context=ssl_context,
                 server_hostname=self._server_hostname,
-                default_headers=dict(self._default_headers),
+                default_headers={**self._default_headers, **self._static_headers},
             )
         return self._pool
 
@@ -187,9 +196,10 @@ class Transport:
         timeout: float,
     ) -> Response:
         """Send one request and read its whole answer."""
-        token = await self._authorize()
-        if token is not None:
-            headers["Authorization"] = token
+        if self._authorize is not None:
+            token = await self._authorize()
+            if token is not None:
+                headers["Authorization"] = token
         pool = self._lean_pool()
         if pool is not None:
             return await pool.request(method, self._target(path, query), headers, data, timeout)
@@ -215,9 +225,10 @@ class Transport:
     ) -> aiohttp.ClientResponse | Response:
         """Send one request whose answer is read as it comes (a watch); an error
         answer (>= 400) is read whole and returned as a :class:`Response`."""
-        token = await self._authorize()
-        if token is not None:
-            headers["Authorization"] = token
+        if self._authorize is not None:
+            token = await self._authorize()
+            if token is not None:
+                headers["Authorization"] = token
         resp = await self._aiohttp_request(method, path, query, headers, None, timeout)
         if resp.status < 400:
             return resp
