@@ -3,8 +3,12 @@
 Order: an explicit kubeconfig path (or list of paths), then ``KUBECONFIG``
 (a ``os.pathsep``-separated list, merged), then ``~/.kube/config``, then the
 in-cluster ServiceAccount. Every failure becomes a :class:`KubeConfigError`
-that says how to point ownergc at a cluster, never a bare traceback from the
-client library.
+that says how to point ownergc at a cluster, never a bare traceback.
+
+The files and the in-cluster configuration are read by ``_kubeconfig``
+(no ``kubernetes`` import). Only a user with an ``auth-provider`` goes through
+the ``kubernetes`` package's loader (:func:`_with_kubernetes_client`), with
+:func:`attach_refresh` keeping its credentials fresh.
 """
 
 from __future__ import annotations
