@@ -405,6 +405,14 @@ async def client_config(kubeconfig: Kubeconfig, context: str | None = None) -> C
     ca = _file_or_data(selected.cluster, "certificate-authority", cluster_what)
     insecure = bool(cluster.get("insecure-skip-tls-verify"))
     host = server.rstrip("/")
+    if "://" not in host:
+        # client-go's default scheme: https when TLS is configured, else http.
+        tls = (
+            ca is not None
+            or insecure
+            or any(user.get(k) for k in ("client-certificate", "client-certificate-data"))
+        )
+        host = ("https://" if tls else "http://") + host
     context_ssl = None
     if host.startswith("https://"):
         context_ssl = _ssl_context(ca, insecure, cluster_what)

@@ -221,6 +221,16 @@ async def test_context_selection_and_proxy_url() -> None:
         assert kube._transport._lean_pool() is None  # through the proxy: aiohttp
 
 
+async def test_a_server_without_a_scheme_gets_client_gos_default() -> None:
+    plain = await _config.load_configuration(config_dict=kubeconfig("10.0.0.1:8080", {}))
+    assert isinstance(plain, ClientConfig) and plain.host == "http://10.0.0.1:8080"
+    tls = await _config.load_configuration(
+        config_dict=kubeconfig("10.0.0.1:6443", {}, cluster={"insecure-skip-tls-verify": True})
+    )
+    assert isinstance(tls, ClientConfig) and tls.host == "https://10.0.0.1:6443"
+    assert tls.ssl_context is not None and tls.ssl_context.verify_mode == ssl.CERT_NONE
+
+
 async def test_a_relative_token_file_of_a_file_is_relative_to_its_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
