@@ -166,7 +166,8 @@ async def _native(kubeconfig: Kubeconfig, context: str | None) -> ClientConfig:
     except KubeConfigError as exc:
         msg = str(exc)
         if HOW_TO_CONNECT not in msg:
-            msg = f"{msg}. {HOW_TO_CONNECT}"
+            # After an exec plugin's installHint (its own paragraph), a paragraph too.
+            msg += ("\n\n" if "\n" in msg else ". ") + HOW_TO_CONNECT
         raise KubeConfigError(msg) from None
 
 
