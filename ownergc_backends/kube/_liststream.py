@@ -164,19 +164,22 @@ class ListItemStream:
             return
         with memoryview(buf) as view:
             batch = b"".join((b"[", view[: cut + 1], b"]"))
+        # The collector stays paused while the batch is applied: resumed in between,
+        # its next young collection would walk every container of the batch.
         with gc_paused():
             items = cast(Items, _ITEMS_DECODER.decode(batch))
-        del batch
-        del buf[: cut + 2]  # the items and the comma after the last one
-        self.batches += 1
-        if self.on_items is None:
-            self.items.extend(items)
-            return
-        try:
-            self.on_items(items)
-        except Exception as exc:  # the consumer's failure, not the answer's
-            self.error = exc
-            self._buf = bytearray()
+            del batch
+            del buf[: cut + 2]  # the items and the comma after the last one
+            self.batches += 1
+            if self.on_items is None:
+                self.items.extend(items)
+                return
+            try:
+                self.on_items(items)
+            except Exception as exc:  # the consumer's failure, not the answer's
+                self.error = exc
+                self._buf = bytearray()
+            del items
 
     def _fail(self, why: str) -> None:
         log.info("a list answer could not be decoded as it arrived (%s); reading it whole", why)
