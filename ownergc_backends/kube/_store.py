@@ -48,6 +48,7 @@ from ownergc.errors import APIError, BadRequest, Invalid, ResourceExpired, Serve
 from ownergc.protocols import (
     APIResource,
     DiscoveryResult,
+    ItemsSink,
     JSONDict,
     ObjectList,
     PatchType,
@@ -70,8 +71,9 @@ from ownergc_backends.kube._errors import (
     error_from_response,
     error_from_status_object,
 )
-from ownergc_backends.kube._http1 import Response
+from ownergc_backends.kube._http1 import BodySink, Response
 from ownergc_backends.kube._kubeconfig import ClientConfig
+from ownergc_backends.kube._liststream import ListItemStream, graph_page
 from ownergc_backends.kube._transport import Transport, network_errors
 
 if TYPE_CHECKING:
@@ -95,54 +97,6 @@ _INITIAL_EVENTS_END: Final = "k8s.io/initial-events-end"
 _PARTIAL_LIST_KIND: Final = "PartialObjectMetadataList"
 #: Answers longer than this are decoded with the cyclic garbage collector paused.
 _BIG_BODY: Final = 1 << 20
-
-
-class _GraphMeta(msgspec.Struct, gc=False):
-    """The metadata a graph reads; every other field (managedFields, labels,
-    annotations) is skipped by the decoder without being built."""
-
-    name: Any = None
-    namespace: Any = None
-    uid: Any = None
-    resourceVersion: Any = None
-    ownerReferences: Any = None
-    finalizers: Any = None
-    deletionTimestamp: Any = None
-
-
-class _GraphItem(msgspec.Struct, gc=False):
-    metadata: _GraphMeta | None = None
-
-
-class _ListMeta(msgspec.Struct, gc=False, rename={"continue_": "continue"}):
-    resourceVersion: Any = None
-    continue_: Any = None
-
-
-class _GraphList(msgspec.Struct, gc=False):
-    metadata: _ListMeta | None = None
-    items: builtins.list[_GraphItem] | None = None
-
-
-_GRAPH_LIST_DECODER: Final = msgspec.json.Decoder(_GraphList)
-_as_dict: Final = msgspec.structs.asdict
-
-
-def _graph_items(items: builtins.list[_GraphItem] | None) -> builtins.list[JSONDict]:
-    """PartialObjectMetadata dicts of the graph's fields (absent ones are None)."""
-    if not items:
-        return []
-    empty = _GraphMeta()
-    out = [
-        {
-            "apiVersion": _PARTIAL_API_VERSION,
-            "kind": _PARTIAL_KIND,
-            "metadata": _as_dict(item.metadata or empty),
-        }
-        for item in items
-    ]
-    items.clear()  # each struct goes as soon as nothing else holds it
-    return out
 
 
 def _too_large(exc: APIError) -> bool:
@@ -412,10 +366,12 @@ class KubeStore(AsyncResource):
         content_type: str | None = None,
         body: Any = None,
         stream: aiohttp.ClientTimeout | None = None,
+        sink: BodySink | None = None,
     ) -> Response | aiohttp.ClientResponse:
         """Send one request (rate limited unless a watch, retried on Retry-After); return
         its 2xx answer:
-        read whole, or with ``stream`` (the watch's timeouts) as an open aiohttp response."""
+        read whole, or with ``stream`` (the watch's timeouts) as an open aiohttp response;
+        with ``sink``, its body handed to ``sink`` as it arrives."""
         if self._closed:
             raise RuntimeError("KubeStore is closed")
         try:
@@ -443,6 +399,7 @@ class KubeStore(AsyncResource):
                         headers=headers,
                         data=data,
                         timeout=self.request_timeout,
+                        sink=sink,
                     )
                 else:
                     answer = await self._transport.stream(
@@ -624,8 +581,27 @@ class KubeStore(AsyncResource):
             self._watermarks[path] = listed.resource_version
         return listed
 
+    async def list_in_batches(
+        self, resource: APIResource, on_items: ItemsSink, *, namespace: str | None = None
+    ) -> str:
+        """A monitor's list (``consistent=False``, metadata only), its items handed to
+        ``on_items`` in batches as the answer arrives and is decoded (see
+        :class:`ownergc.protocols.BatchLister`); returns its resourceVersion."""
+        path = self._path(resource, namespace)
+        async with self._list_limiter:
+            listed = await self._list_cached(resource, path, True, on_items)
+        if listed.resource_version:
+            self._watermarks[path] = listed.resource_version
+        if listed.items:  # a list that was not decoded as it arrived (watch-list, full objects)
+            on_items(listed.items)
+        return listed.resource_version
+
     async def _list_cached(
-        self, resource: APIResource, path: str, metadata_only: bool
+        self,
+        resource: APIResource,
+        path: str,
+        metadata_only: bool,
+        on_items: ItemsSink | None = None,
     ) -> ObjectList:
         if self.watch_list and resource.api_version not in self.watch_list_unsupported:
             streamed = await self._watch_list(resource, path, metadata_only)
@@ -634,20 +610,26 @@ class KubeStore(AsyncResource):
         watermark = self._watermarks.get(path) or "0"
         graph = self.graph_fields_only
         try:
-            return await self._list_pages(resource, path, watermark, metadata_only, "cache", graph)
+            return await self._list_pages(
+                resource, path, watermark, metadata_only, "cache", graph, on_items
+            )
         except (ResourceExpired, BadRequest, Invalid) as exc:
             # The cache cannot serve that version (410 Expired, also for a page's
             # continue token), or a server refuses the parameter: the
             # reflector's fallback.
             log.info("list %s from the cache refused (%s); listing consistently", path, exc)
             self._watermarks.pop(path, None)
-            return await self._list_pages(resource, path, "", metadata_only, "consistent", graph)
+            return await self._list_pages(
+                resource, path, "", metadata_only, "consistent", graph, on_items
+            )
         except ServerTimeout as exc:
             if not _too_large(exc):
                 raise
             log.info("list %s: the cache is behind (%s); listing consistently", path, exc)
             self._watermarks.pop(path, None)
-            return await self._list_pages(resource, path, "", metadata_only, "consistent", graph)
+            return await self._list_pages(
+                resource, path, "", metadata_only, "consistent", graph, on_items
+            )
 
     async def _list_pages(
         self,
@@ -657,6 +639,7 @@ class KubeStore(AsyncResource):
         metadata_only: bool,
         mode: str,
         graph_only: bool = False,
+        on_items: ItemsSink | None = None,
     ) -> ObjectList:
         """One list: pages of ``list_page_size`` followed by their ``continue`` tokens.
 
@@ -684,7 +667,7 @@ class KubeStore(AsyncResource):
                 query.append(("limit", str(page_size)))
             pages += 1
             if graph_only:
-                page = await self._graph_page(path, query)
+                page = await self._graph_page(path, query, on_items)
                 page_rv, next_cont = page[0], page[1]
                 items.extend(page[2])
             else:
@@ -708,22 +691,35 @@ class KubeStore(AsyncResource):
         return ObjectList(items=items, resource_version=list_rv or "")
 
     async def _graph_page(
-        self, path: str, query: Sequence[tuple[str, str]]
+        self, path: str, query: Sequence[tuple[str, str]], on_items: ItemsSink | None = None
     ) -> tuple[Any, Any, builtins.list[JSONDict]]:
-        """One page decoded into the graph's fields: (resourceVersion, continue, items)."""
-        answer = await self._send("list", "GET", path, query=query, accept=LIST_ACCEPT)
+        """One page decoded into the graph's fields: (resourceVersion, continue, items),
+        as it arrives (see ``_liststream``); read again whole if it cannot be split."""
+        stream = ListItemStream(on_items)
+        answer = await self._send(
+            "list", "GET", path, query=query, accept=LIST_ACCEPT, sink=stream.feed
+        )
         assert isinstance(answer, Response)
+        if stream.error is not None:
+            raise stream.error  # on_items's own failure, not the answer's
         try:
-            with gc_paused():
-                page = _GRAPH_LIST_DECODER.decode(answer.body or b"{}")
-                del answer  # the body (tens of megabytes) goes before the dicts come
-                items = _graph_items(page.items)
+            if not stream.failed:
+                version, cont, items = stream.finish_decoding()
+            else:
+                del stream
+                answer = await self._send("list", "GET", path, query=query, accept=LIST_ACCEPT)
+                assert isinstance(answer, Response)
+                body, answer.body = answer.body, b""
+                version, cont, items = graph_page(body or b"{}")
+                del body
         except (msgspec.DecodeError, ValueError) as exc:
             raise APIError(
                 f"GET {path}: undecodable list answer: {exc}", reason="InternalError"
             ) from exc
-        meta = page.metadata or _ListMeta()
-        return meta.resourceVersion, meta.continue_, items
+        if on_items is not None:
+            on_items(items)
+            items = []
+        return version, cont, items
 
     def _extend_partial(
         self, items: builtins.list[JSONDict], raw: builtins.list[Any], converted: bool

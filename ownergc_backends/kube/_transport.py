@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
 
 from ownergc_backends.kube._auth import Auth, StaticAuth
-from ownergc_backends.kube._http1 import HTTP1Pool, Response
+from ownergc_backends.kube._http1 import BodySink, HTTP1Pool, Response
 from ownergc_backends.kube._kubeconfig import ClientConfig
 
 if TYPE_CHECKING:
@@ -194,15 +194,19 @@ class Transport:
         headers: dict[str, str],
         data: bytes | None = None,
         timeout: float,
+        sink: BodySink | None = None,
     ) -> Response:
-        """Send one request and read its whole answer."""
+        """Send one request and read its whole answer; with ``sink``, a 2xx answer's
+        body goes to ``sink`` instead (as it arrives, or whole through aiohttp)."""
         if self._authorize is not None:
             token = await self._authorize()
             if token is not None:
                 headers["Authorization"] = token
         pool = self._lean_pool()
         if pool is not None:
-            return await pool.request(method, self._target(path, query), headers, data, timeout)
+            return await pool.request(
+                method, self._target(path, query), headers, data, timeout, sink
+            )
         import aiohttp
 
         resp = await self._aiohttp_request(
@@ -212,7 +216,12 @@ class Transport:
             body = await resp.read()
         finally:
             resp.release()
-        return _buffered(resp, body)
+        answer = _buffered(resp, body)
+        if sink is not None and 200 <= answer.status < 300:
+            with memoryview(answer.body) as view:
+                sink(view)
+            answer.body = b""
+        return answer
 
     async def stream(
         self,
