@@ -34,6 +34,7 @@ from typing import Any, Final, TypedDict, cast
 import msgspec
 
 from ownergc._kit.gcpause import gc_paused
+from ownergc_backends.kube._pbscan import ProtobufError, decode_items
 
 __all__ = ["GRAPH_LIST_DECODER", "ListItemStream", "graph_page"]
 
@@ -75,6 +76,8 @@ _ITEMS_KEY: Final = b'"items":['
 _BATCH: Final = 1 << 20
 #: How far into the answer ``"items":[`` may be (a list's metadata is short).
 _MAX_PREFIX: Final = 1 << 16
+#: A protobuf answer starts with this (then a ``runtime.Unknown`` wrapping the list).
+PROTOBUF_MAGIC: Final = b"k8s\x00"
 
 
 #: The items as the graph core takes them: plain dicts (``GraphItem`` describes them).
@@ -98,7 +101,20 @@ class ListItemStream:
     With ``on_items``, each batch goes there as soon as it is decoded (and is not
     kept); an exception it raises ends the stream (:attr:`error`)."""
 
-    __slots__ = ("_boundary", "_buf", "_prefix", "batches", "error", "failed", "items", "on_items")
+    __slots__ = (
+        "_boundary",
+        "_buf",
+        "_list_left",
+        "_list_meta",
+        "_pb_phase",
+        "_prefix",
+        "batches",
+        "error",
+        "failed",
+        "items",
+        "on_items",
+        "protobuf",
+    )
 
     def __init__(self, on_items: Callable[[Items], None] | None = None) -> None:
         self.on_items = on_items
@@ -114,6 +130,12 @@ class ListItemStream:
         self.failed = False
         #: Batches decoded before the answer ended (for tests and benchmarks).
         self.batches = 0
+        #: None until the answer's first bytes say: True for protobuf, False for JSON.
+        self.protobuf: bool | None = None
+        # protobuf: 0 before the list message, 1 inside it, 2 after it
+        self._pb_phase = 0
+        self._list_left = 0
+        self._list_meta: tuple[Any, Any] = (None, None)
 
     def feed(self, data: bytes | memoryview) -> None:
         """Take the next bytes of the body; never raises (a failure sets ``failed``)."""
@@ -125,12 +147,101 @@ class ListItemStream:
         # this returns: nothing here may keep it (not even an exception's frame).
         del data
         try:
+            if self.protobuf is None:
+                if len(buf) < len(PROTOBUF_MAGIC):
+                    return
+                self.protobuf = buf.startswith(PROTOBUF_MAGIC)
+                if self.protobuf:
+                    del buf[: len(PROTOBUF_MAGIC)]
+            if self.protobuf:
+                self._protobuf_step(final=False)
+                return
             if self._boundary is None and not self._find_boundary():
                 return
             if self._boundary and len(buf) >= _BATCH:
                 self._decode_batch()
         except Exception as exc:  # a cut that did not fall between items, or worse
             self._fail(f"{type(exc).__name__}: {exc}")
+
+    # -- protobuf ------------------------------------------------------------------
+
+    def _protobuf_step(self, *, final: bool) -> None:
+        """Consume what can be consumed of a protobuf answer: the ``runtime.Unknown``
+        envelope's fields up to ``raw`` (the list message), then the list's fields,
+        its items in batches (``_pbscan``), then nothing (the envelope's last fields)."""
+        buf = self._buf
+        while True:
+            if self._pb_phase == 0:
+                head = _field_head(buf)
+                if head is None:
+                    return
+                key, length, size = head
+                if key == 0x12:  # raw: the list message follows, ``length`` bytes
+                    del buf[:size]
+                    self._list_left = length
+                    self._pb_phase = 1
+                    continue
+                if key & 7 != 2:
+                    raise ProtobufError(f"unexpected field {key >> 3} in the envelope")
+                if len(buf) < size + length:
+                    return
+                del buf[: size + length]
+            elif self._pb_phase == 1:
+                if self._list_left == 0:
+                    self._pb_phase = 2
+                    continue
+                if not buf:
+                    return
+                if buf[0] == 0x12:  # items
+                    available = min(len(buf), self._list_left)
+                    if available < _BATCH and not (final or available == self._list_left):
+                        return
+                    self._protobuf_items(available)
+                    if buf and buf[0] == 0x12 and self._list_left and not final:
+                        return  # the next item is not all here yet
+                    if final and buf and buf[0] == 0x12 and self._list_left:
+                        raise ProtobufError("the list ends inside an item")
+                    continue
+                head = _field_head(buf)
+                if head is None:
+                    return
+                key, length, size = head
+                if len(buf) < size + length:
+                    return
+                if key == 0x0A:  # the list's metadata
+                    self._list_meta = _list_meta(bytes(buf[size : size + length]))
+                elif key & 7 != 2:
+                    raise ProtobufError(f"unexpected field {key >> 3} in the list")
+                del buf[: size + length]
+                self._list_left -= size + length
+                if self._list_left < 0:
+                    raise ProtobufError("a field runs past the list")
+            else:
+                buf.clear()  # the envelope's contentEncoding and contentType (empty)
+                return
+
+    def _protobuf_items(self, available: int) -> None:
+        buf = self._buf
+        with memoryview(buf) as view:
+            chunk = bytes(view[:available])
+        with gc_paused():
+            items: Items = []
+            used = decode_items(chunk, 0, available, items)
+            del chunk
+            if not used:
+                return
+            del buf[:used]
+            self._list_left -= used
+            self.batches += 1
+            if self.on_items is None:
+                self.items.extend(items)
+                return
+            try:
+                self.on_items(items)
+            except Exception as exc:  # the consumer's failure, not the answer's
+                self.error = exc
+                self._buf = bytearray()
+            del items
 
     def _find_boundary(self) -> bool:
         buf = self._buf
@@ -192,6 +303,15 @@ class ListItemStream:
         the whole body was fed; raises ``msgspec.DecodeError`` / ``ValidationError``
         for an undecodable answer (never called once ``failed`` or ``error``)."""
         assert not self.failed and self.error is None
+        if self.protobuf:
+            self._protobuf_step(final=True)
+            if self.error is not None:
+                raise self.error
+            if self._pb_phase != 2:
+                raise ProtobufError("the answer ends before its list does")
+            items = self.items
+            self.items = []
+            return self._list_meta[0], self._list_meta[1], items
         rest = self._buf
         self._buf = bytearray()
         body = rest if self._prefix is None else self._prefix + rest
@@ -203,3 +323,57 @@ class ListItemStream:
             items = self.items
         self.items = []
         return version, cont, items
+
+
+def _varint(buf: bytearray, pos: int) -> tuple[int, int] | None:
+    """(value, position after it), or None when the varint is not all here."""
+    value = 0
+    shift = 0
+    while pos < len(buf):
+        byte = buf[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+        if shift > 63:
+            raise ProtobufError("a varint longer than 64 bits")
+    return None
+
+
+def _field_head(buf: bytearray) -> tuple[int, int, int] | None:
+    """A length-delimited field's (key, length, size of key and length), or None
+    when its head is not all here."""
+    key_end = _varint(buf, 0)
+    if key_end is None:
+        return None
+    key, pos = key_end
+    if key & 7 != 2:
+        return key, 0, pos
+    length_end = _varint(buf, pos)
+    if length_end is None:
+        return None
+    length, pos = length_end
+    return key, length, pos
+
+
+def _list_meta(data: bytes) -> tuple[Any, Any]:
+    """(resourceVersion, continue) of a ``ListMeta``."""
+    version: Any = None
+    cont: Any = None
+    pos = 0
+    buf = bytearray(data)
+    while pos < len(buf):
+        head = _field_head(buf[pos:])
+        if head is None:
+            raise ProtobufError("a truncated ListMeta")
+        key, length, size = head
+        if key & 7 != 2:
+            raise ProtobufError(f"unexpected field {key >> 3} in ListMeta")
+        value = bytes(buf[pos + size : pos + size + length])
+        if key == 0x12:
+            version = value.decode()
+        elif key == 0x1A:
+            cont = value.decode() or None
+        pos += size + length
+    return version, cont

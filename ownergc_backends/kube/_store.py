@@ -74,6 +74,7 @@ from ownergc_backends.kube._errors import (
 from ownergc_backends.kube._http1 import BodySink, Response
 from ownergc_backends.kube._kubeconfig import ClientConfig
 from ownergc_backends.kube._liststream import ListItemStream, graph_page
+from ownergc_backends.kube._pbscan import COMPILED as PROTOBUF_COMPILED
 from ownergc_backends.kube._transport import Transport, network_errors
 
 if TYPE_CHECKING:
@@ -168,6 +169,12 @@ DEFAULT_BURST: Final = 30
 LIST_ACCEPT: Final = (
     "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 )
+#: A monitor's list in protobuf where the server can, else as ``LIST_ACCEPT`` (what
+#: client-go's metadata client sends, JSON last for servers without protobuf).
+LIST_ACCEPT_PROTOBUF: Final = (
+    "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,"
+    + LIST_ACCEPT
+)
 OBJECT_ACCEPT: Final = (
     "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
 )
@@ -221,6 +228,7 @@ class KubeStore(AsyncResource):
         graph_fields_only: bool = True,
         watch_list_idle_timeout: float = 10.0,
         list_concurrency: int = 4,
+        protobuf_lists: bool | None = None,
         rate_limiter: TokenBucket | None = None,
         owns_client: bool = True,
         sleep: Callable[[float], Awaitable[None]] | None = None,
@@ -242,6 +250,10 @@ class KubeStore(AsyncResource):
         #: the graph reads: uid, name, namespace, resourceVersion,
         #: ownerReferences, finalizers, deletionTimestamp.
         self.graph_fields_only = graph_fields_only
+        #: Those lists are asked for in protobuf first (JSON accepted too): the
+        #: apiserver encodes them about three times faster, in half the bytes. By
+        #: default only where the protobuf reader is compiled (``_pbscan``).
+        self.protobuf_lists = PROTOBUF_COMPILED if protobuf_lists is None else protobuf_lists
         self.watch_list_idle_timeout = watch_list_idle_timeout
         #: Group versions whose server answered a watch-list request as one
         #: that does not serve it (detected by the answer, never by version).
@@ -696,9 +708,8 @@ class KubeStore(AsyncResource):
         """One page decoded into the graph's fields: (resourceVersion, continue, items),
         as it arrives (see ``_liststream``); read again whole if it cannot be split."""
         stream = ListItemStream(on_items)
-        answer = await self._send(
-            "list", "GET", path, query=query, accept=LIST_ACCEPT, sink=stream.feed
-        )
+        accept = LIST_ACCEPT_PROTOBUF if self.protobuf_lists else LIST_ACCEPT
+        answer = await self._send("list", "GET", path, query=query, accept=accept, sink=stream.feed)
         assert isinstance(answer, Response)
         if stream.error is not None:
             raise stream.error  # on_items's own failure, not the answer's

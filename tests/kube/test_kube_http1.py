@@ -173,7 +173,7 @@ class Dribbling(Scripted):
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
         for answer in self.answers:
-            await reader.readuntil(b"\r\n\r\n")
+            self.requests.append((await reader.readuntil(b"\r\n\r\n"), b""))
             for i in range(0, len(answer), self.step):
                 writer.write(answer[i : i + self.step])
                 await writer.drain()
