@@ -24,12 +24,21 @@ import gzip
 import re
 import ssl
 import zlib
+from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Final
 
 import anyio
 
-__all__ = ["BodySink", "ConnectFailed", "HTTP1Pool", "Response", "ServerDisconnected"]
+__all__ = [
+    "BodySink",
+    "BodyStream",
+    "ConnectFailed",
+    "HTTP1Pool",
+    "Response",
+    "ServerDisconnected",
+    "StreamedAnswer",
+]
 
 #: Takes a 2xx answer's body as it arrives, piece by piece (see ``HTTP1Pool.request``);
 #: the view is valid only during the call (the buffer behind it is reused), so a sink
@@ -243,6 +252,9 @@ class _Connection(asyncio.Protocol):
                 and (not encoding or encoding == "identity")
                 and self._length != -3
             )
+            if self._streaming:
+                assert self._sink is not None
+                self._sink(_NO_BYTES)  # the head: a 2xx answer whose body follows
         status, headers, _ = self._head
         if self._streaming and self._length >= 0:
             return self._stream_length(status, headers)
@@ -348,6 +360,76 @@ class _Connection(asyncio.Protocol):
             self._chunk_pos = 0
 
 
+_NO_BYTES: Final = memoryview(b"")
+
+
+class BodyStream:
+    """A 2xx answer's body handed over as it arrives (the sink) to one reader that
+    awaits it piece by piece (a watch): ``readany`` returns what has arrived since
+    the last call, ``b""`` at the end, or raises how the answer broke off."""
+
+    __slots__ = ("_done", "_error", "_loop", "_pieces", "_waiter", "head")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._pieces: deque[bytes] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+        self._done = False
+        self._error: BaseException | None = None
+        #: Set when the 2xx head arrived (the body follows), or the request ended.
+        self.head: asyncio.Future[bool] = loop.create_future()
+
+    def feed(self, view: memoryview) -> None:
+        if not self.head.done():
+            self.head.set_result(True)
+        if view:
+            self._pieces.append(bytes(view))
+            self._wake()
+
+    def end(self, error: BaseException | None) -> None:
+        self._done = True
+        self._error = error
+        if not self.head.done():
+            self.head.set_result(False)
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def readany(self) -> bytes:
+        while not self._pieces:
+            if self._done:
+                if self._error is not None:
+                    raise self._error
+                return b""
+            self._waiter = self._loop.create_future()
+            await self._waiter
+        pieces = self._pieces
+        data = pieces.popleft() if len(pieces) == 1 else b"".join(pieces)
+        pieces.clear()
+        return data
+
+
+class StreamedAnswer:
+    """A 2xx answer being read as it arrives (what ``HTTP1Pool.stream`` returns):
+    ``content.readany()`` as aiohttp's responses have it, and ``close()``."""
+
+    __slots__ = ("_task", "content", "headers", "status")
+
+    def __init__(self, content: BodyStream, task: asyncio.Task[Response]) -> None:
+        self.content = content
+        self._task = task
+        self.status = 200
+        self.headers: dict[str, str] = {}
+
+    def close(self) -> None:
+        """Stop reading: the connection is closed unless the answer had ended."""
+        if not self._task.done():
+            self._task.cancel()
+
+
 class HTTP1Pool:
     """Keep-alive HTTP/1.1 connections to one origin (``http`` or ``https``)."""
 
@@ -403,6 +485,8 @@ class HTTP1Pool:
         body: bytes | None,
         timeout: float | None,
         sink: BodySink | None = None,
+        *,
+        connect_timeout: float | None = None,
     ) -> Response:
         """Send one request and read its whole answer within ``timeout`` seconds
         (connecting included).
@@ -411,6 +495,7 @@ class HTTP1Pool:
         ``sink`` piece by piece as it arrives and the Response's body is empty;
         other answers are read whole as without it. A request retried on a new
         connection (the pooled one was found closed) had handed nothing over.
+        ``connect_timeout`` bounds connecting when ``timeout`` is None.
         """
         if _UNSAFE_TARGET(target):
             raise ValueError(f"unsafe characters in the request target {target[:80]!r}")
@@ -432,7 +517,11 @@ class HTTP1Pool:
             if reused:
                 conn = self._idle.pop()
             elif deadline is None:
-                conn = await self._connect()
+                if connect_timeout is None:
+                    conn = await self._connect()
+                else:
+                    with anyio.fail_after(connect_timeout):
+                        conn = await self._connect()
             else:  # connecting (and the TLS handshake) counts against the deadline too
                 with anyio.fail_after(max(0.0, deadline - self._loop.time())):
                     conn = await self._connect()
@@ -449,6 +538,37 @@ class HTTP1Pool:
             else:
                 conn.abort()
             return answer
+
+    async def stream(
+        self,
+        method: str,
+        target: str,
+        headers: Mapping[str, str],
+        timeout: float | None,
+        connect_timeout: float | None,
+    ) -> Response | StreamedAnswer:
+        """Send one request whose 2xx answer is read as it arrives (a watch): a
+        :class:`StreamedAnswer` once its head is here; any other answer read whole.
+        ``timeout`` bounds the whole exchange, stream included."""
+        body = BodyStream(self._loop)
+        task = self._loop.create_task(
+            self.request(
+                method, target, headers, None, timeout, body.feed, connect_timeout=connect_timeout
+            )
+        )
+
+        def ended(done: asyncio.Task[Response]) -> None:
+            body.end(None if done.cancelled() else done.exception())
+
+        task.add_done_callback(ended)
+        try:
+            streaming = await asyncio.shield(body.head)
+        except BaseException:
+            task.cancel()
+            raise
+        if not streaming:
+            return await task  # an error answer read whole, or how the request failed
+        return StreamedAnswer(body, task)
 
     async def _exchange(
         self, conn: _Connection, data: bytes, timeout: float | None, sink: BodySink | None

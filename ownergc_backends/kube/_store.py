@@ -71,7 +71,7 @@ from ownergc_backends.kube._errors import (
     error_from_response,
     error_from_status_object,
 )
-from ownergc_backends.kube._http1 import BodySink, Response
+from ownergc_backends.kube._http1 import BodySink, Response, StreamedAnswer
 from ownergc_backends.kube._kubeconfig import ClientConfig
 from ownergc_backends.kube._liststream import ListItemStream, graph_page
 from ownergc_backends.kube._pbscan import COMPILED as PROTOBUF_COMPILED
@@ -81,11 +81,9 @@ if TYPE_CHECKING:
     import aiohttp
 
 
-def _stream_timeout(total: float | None, connect: float) -> aiohttp.ClientTimeout:
-    """A watch's timeouts (aiohttp, which serves watches, is imported on the first one)."""
-    import aiohttp
-
-    return aiohttp.ClientTimeout(total=total, sock_connect=connect)
+def _stream_timeout(total: float | None, connect: float) -> tuple[float | None, float]:
+    """A watch's timeouts: the whole stream's (or None), connecting's."""
+    return total, connect
 
 
 def _loads(data: bytes) -> Any:
@@ -110,7 +108,7 @@ def _too_large(exc: APIError) -> bool:
     return "too large resource version" in exc.message.lower()
 
 
-async def _events(resp: aiohttp.ClientResponse, path: str) -> AsyncIterator[Any]:
+async def _events(resp: aiohttp.ClientResponse | StreamedAnswer, path: str) -> AsyncIterator[Any]:
     """Decoded watch events, one per line, read in whatever chunks arrive.
 
     Splitting the chunks here costs less than a ``readline`` per event (the
@@ -377,9 +375,9 @@ class KubeStore(AsyncResource):
         accept: str = JSON,
         content_type: str | None = None,
         body: Any = None,
-        stream: aiohttp.ClientTimeout | None = None,
+        stream: tuple[float | None, float] | None = None,
         sink: BodySink | None = None,
-    ) -> Response | aiohttp.ClientResponse:
+    ) -> Response | StreamedAnswer | aiohttp.ClientResponse:
         """Send one request (rate limited unless a watch, retried on Retry-After); return
         its 2xx answer:
         read whole, or with ``stream`` (the watch's timeouts) as an open aiohttp response;
@@ -404,7 +402,9 @@ class KubeStore(AsyncResource):
                 headers["Content-Type"] = content_type or JSON
             try:
                 if stream is None:
-                    answer: Response | aiohttp.ClientResponse = await self._transport.call(
+                    answer: (
+                        Response | StreamedAnswer | aiohttp.ClientResponse
+                    ) = await self._transport.call(
                         method,
                         path,
                         query=query,
@@ -450,7 +450,7 @@ class KubeStore(AsyncResource):
             await self._sleep(delay)
 
     @staticmethod
-    def _log_apf(answer: Response | aiohttp.ClientResponse, what: str) -> None:
+    def _log_apf(answer: Response | StreamedAnswer | aiohttp.ClientResponse, what: str) -> None:
         apf = {h: answer.headers[h] for h in _APF_HEADERS if h in answer.headers}
         if apf:
             log.debug("%s: %d, API priority and fairness %s", what, answer.status, apf)

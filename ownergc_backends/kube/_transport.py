@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
 
 from ownergc_backends.kube._auth import Auth, StaticAuth
-from ownergc_backends.kube._http1 import BodySink, HTTP1Pool, Response
+from ownergc_backends.kube._http1 import BodySink, HTTP1Pool, Response, StreamedAnswer
 from ownergc_backends.kube._kubeconfig import ClientConfig
 
 if TYPE_CHECKING:
@@ -230,15 +230,29 @@ class Transport:
         *,
         query: Sequence[tuple[str, str]] = (),
         headers: dict[str, str],
-        timeout: aiohttp.ClientTimeout,
-    ) -> aiohttp.ClientResponse | Response:
+        timeout: tuple[float | None, float],
+    ) -> aiohttp.ClientResponse | StreamedAnswer | Response:
         """Send one request whose answer is read as it comes (a watch); an error
-        answer (>= 400) is read whole and returned as a :class:`Response`."""
+        answer (>= 400) is read whole and returned as a :class:`Response`.
+        ``timeout``: (the whole exchange's, or None; connecting's)."""
         if self._authorize is not None:
             token = await self._authorize()
             if token is not None:
                 headers["Authorization"] = token
-        resp = await self._aiohttp_request(method, path, query, headers, None, timeout)
+        total, connect = timeout
+        pool = self._lean_pool()
+        if pool is not None:
+            return await pool.stream(method, self._target(path, query), headers, total, connect)
+        import aiohttp
+
+        resp = await self._aiohttp_request(
+            method,
+            path,
+            query,
+            headers,
+            None,
+            aiohttp.ClientTimeout(total=total, sock_connect=connect),
+        )
         if resp.status < 400:
             return resp
         try:

@@ -12,7 +12,11 @@ import asyncio
 import base64
 import contextlib
 import gzip
+import os
 import ssl
+import subprocess
+import sys
+import textwrap
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -23,7 +27,7 @@ import pytest
 from ownergc.errors import BadRequest, Conflict, NotFound, Unavailable
 from ownergc.protocols import APIResource
 from ownergc_backends.kube import KubeStore
-from ownergc_backends.kube._http1 import HTTP1Pool, ServerDisconnected
+from ownergc_backends.kube._http1 import HTTP1Pool, Response, ServerDisconnected, StreamedAnswer
 from ownergc_backends.memory import InMemoryStore
 from tests.kube.kube_helpers import served
 
@@ -585,3 +589,126 @@ async def test_a_server_certificate_from_another_ca_is_refused() -> None:
             with pytest.raises(Unavailable, match="certificate verification failed") as err:
                 await kube.list(CONFIGMAPS)
     assert err.value.reason == "TLSError"
+
+
+# -- streamed answers (watches) ---------------------------------------------------------
+
+
+async def test_a_stream_hands_over_what_arrived_and_ends_with_the_answer() -> None:
+    events = b"".join(b'{"type":"ADDED","n":%d}\n' % i for i in range(50))
+    answer = (
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+        + f"{len(events):x}\r\n".encode()
+        + events
+        + b"\r\n0\r\n\r\n"
+    )
+    async with Dribbling([answer, ok(b"after")], 7).running() as srv:
+        http = await pool(srv.port)
+        stream = await http.stream("GET", "/w?watch=1", {}, 5, 5)
+        assert isinstance(stream, StreamedAnswer) and stream.status == 200
+        got = []
+        while chunk := await stream.content.readany():
+            got.append(chunk)
+        assert b"".join(got) == events and len(got) > 1
+        # The connection is kept for the next request once the stream ended.
+        assert (await http.request("GET", "/", {}, None, 5)).body == b"after"
+        await http.close()
+    assert srv.connections == 1
+
+
+async def test_a_stream_refused_is_read_whole() -> None:
+    gone = b'{"kind":"Status","code":410,"reason":"Expired"}'
+    async with Scripted(
+        lambda head, body: b"HTTP/1.1 410 Gone\r\nContent-Length: %d\r\n\r\n%s" % (len(gone), gone)
+    ).running() as srv:
+        http = await pool(srv.port)
+        answer = await http.stream("GET", "/w?watch=1", {}, 5, 5)
+        await http.close()
+    assert isinstance(answer, Response) and (answer.status, answer.body) == (410, gone)
+
+
+class Holding(Scripted):
+    """Answers a stream's head and one event, then holds the connection open."""
+
+    def __init__(self) -> None:
+        super().__init__(lambda h, b: None)
+        self.closed = asyncio.Event()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n")
+        await writer.drain()
+        with contextlib.suppress(ConnectionError):
+            await reader.read()  # until the client closes
+        self.closed.set()
+        writer.close()
+
+
+async def test_closing_a_stream_closes_its_connection() -> None:
+    async with Holding().running() as srv:
+        http = await pool(srv.port)
+        stream = await http.stream("GET", "/w?watch=1", {}, None, 5)
+        assert isinstance(stream, StreamedAnswer)
+        assert await stream.content.readany() == b"hello"
+        stream.close()
+        with anyio.fail_after(5):
+            await srv.closed.wait()
+        await http.close()
+
+
+async def test_a_stream_past_its_deadline_ends_with_a_timeout() -> None:
+    async with Holding().running() as srv:
+        http = await pool(srv.port)
+        stream = await http.stream("GET", "/w?watch=1", {}, 0.3, 5)
+        assert isinstance(stream, StreamedAnswer)
+        assert await stream.content.readany() == b"hello"
+        with pytest.raises(asyncio.TimeoutError):
+            await stream.content.readany()
+        await http.close()
+
+
+def test_watching_over_the_lean_client_never_imports_aiohttp() -> None:
+    """The controller's watches run on the lean client: aiohttp (and its import cost)
+    only comes with a proxy."""
+    code = textwrap.dedent(
+        """\
+        import sys
+        import anyio
+        from ownergc_backends.kube import KubeStore
+        from ownergc_backends.memory import InMemoryStore
+        from tests.kube.kube_helpers import served
+        from tests.kube.list_proxy import kubeconfig_for
+
+        async def main():
+            mem = InMemoryStore()
+            res = mem.resource_for("v1", "ConfigMap")
+            async with served(mem) as server:
+                config = kubeconfig_for(f"http://127.0.0.1:{server.port}")
+                async with await KubeStore.from_kubeconfig_dict(config, qps=0) as kube:
+                    listed = await kube.list(res, consistent=False)
+                    seen = []
+
+                    async def watch():
+                        async for event in kube.watch(
+                            res, resource_version=listed.resource_version
+                        ):
+                            seen.append(event.type)
+                            return
+
+                    async with anyio.create_task_group() as tg:
+                        tg.start_soon(watch)
+                        await anyio.sleep(0.2)
+                        await mem.create_object(
+                            {"apiVersion": "v1", "kind": "ConfigMap",
+                             "metadata": {"name": "cm", "namespace": "default"}}
+                        )
+                    assert seen == ["ADDED"], seen
+
+        anyio.run(main)
+        assert "aiohttp" not in sys.modules
+        """
+    )
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=repo, env=env, timeout=120)
