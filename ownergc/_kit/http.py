@@ -7,6 +7,15 @@ and pipelining, and which responses may carry a body (never one to
 caller: the socket, the size limits, and the translation of h11's events
 into one :class:`Request` and of a response into h11's events.
 
+It also reads *ordinary* requests without h11 (:func:`next_plain_request`:
+HTTP/1.1, one Host, a Content-Length or no body, none of the headers h11 acts
+on, well formed by h11's own grammar), which is what clients send nearly
+always, and :class:`ServerConnection` answers them with a whole body in the
+bytes h11 would write; the first request or answer that is anything else hands
+the connection to h11 for good (h11 then sees it as if it had had it from the
+start). The webhook server (``ownergc.controller._webhook_server``) reads its
+ordinary requests with the same function.
+
 Both the Kubernetes API facade and the controller's probe server use it:
 one :class:`ServerConnection` per accepted connection, then per request
 ``next_request`` and either ``respond`` (a whole body) or ``start_stream`` /
