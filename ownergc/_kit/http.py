@@ -168,6 +168,8 @@ _HEADER: Final = re.compile(
 _DIGITS: Final = re.compile(rb"[0-9]+")
 #: Requests with these headers (or any doubt) are left to h11.
 _H11_ONLY: Final = frozenset({b"transfer-encoding", b"connection", b"expect", b"upgrade"})
+#: The header names :func:`plain_request` looks at (the rest it takes as they come).
+_NOTED: Final = _H11_ONLY | {b"content-length", b"host"}
 
 
 class PlainRequest(NamedTuple):
@@ -182,12 +184,12 @@ class PlainRequest(NamedTuple):
     length: int
 
 
-def plain_request(head: bytes, max_body: int = MAX_BODY) -> PlainRequest | None:
+def plain_request(head: bytes, max_body: int = MAX_BODY, start: int = 0) -> PlainRequest | None:
     """The request of an ordinary HTTP/1.1 request head (``\\r\\n`` line ends, without
     its blank line), or None when h11 should judge it: anything unusual, malformed or
     that h11 would frame differently (chunked, Connection, Expect, Upgrade, no or
     several Host headers, several Content-Lengths, one above ``max_body``, obsolete
-    line folding). ``start`` is left 0."""
+    line folding). ``start``: where the body starts (given back as it is)."""
     lines = head.split(b"\r\n")
     line = _REQUEST_LINE.fullmatch(lines[0])
     if line is None:
@@ -199,20 +201,21 @@ def plain_request(head: bytes, max_body: int = MAX_BODY) -> PlainRequest | None:
         header = _HEADER.fullmatch(text)
         if header is None:
             return None  # bad (h11 refuses it) or folded (h11 unfolds it)
-        name = header.group(1).lower()
-        value = header.group(2)
-        if name == b"content-length":
-            if length >= 0 or not _DIGITS.fullmatch(value):
+        name, value = header.groups()
+        name = name.lower()
+        if name in _NOTED:
+            if name == b"content-length":
+                if length >= 0 or not _DIGITS.fullmatch(value):
+                    return None
+                length = int(value)
+            elif name == b"host":
+                hosts += 1
+            else:
                 return None
-            length = int(value)
-        elif name == b"host":
-            hosts += 1
-        elif name in _H11_ONLY:
-            return None
         headers.append((name, value))
     if hosts != 1 or length > max_body:
         return None
-    return PlainRequest(line.group(1), line.group(2), headers, 0, max(length, 0))
+    return PlainRequest(line.group(1), line.group(2), headers, start, max(length, 0))
 
 
 class _Plain(enum.Enum):
@@ -247,13 +250,13 @@ def next_plain_request(
     at = end.start()
     if not at or end.end() - at != 3 or buffer[at - 1] != 13:
         return None  # bare newlines, or a blank line first
-    plain = plain_request(bytes(buffer[: at - 1]), max_body)
+    start = at + 3
+    plain = plain_request(bytes(buffer[: at - 1]), max_body, start)
     if plain is None:
         return None
-    start = at + 3
     if len(buffer) - start < plain.length:
         return None if eof else PLAIN_NEED_DATA  # the rest of the body is on its way
-    return plain._replace(start=start)
+    return plain
 
 
 #: What writing to, or reading from, a peer that went away raises.
