@@ -20,7 +20,6 @@ import datetime
 import ipaddress
 import json
 import logging
-import re
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,6 +31,13 @@ import anyio.abc
 import h11
 from anyio.streams.tls import TLSListener
 
+from ownergc._kit.http import (
+    H11_MAX_HEAD,
+    PLAIN_CLOSED,
+    PLAIN_NEED_DATA,
+    PlainRequest,
+    next_plain_request,
+)
 from ownergc._kit.prometheus import CONTENT_TYPE
 from ownergc.controller._webhook import AdmissionChecker
 
@@ -231,49 +237,6 @@ class _Server:
         self.tasks: set[asyncio.Task[None]] = set()
 
 
-#: h11's terminator of a request head (it also takes bare ``\n`` line ends).
-_HEAD_END = re.compile(rb"\n\r?\n")
-#: h11's own grammar (h11._abnf), HTTP/1.1 only.
-_REQUEST_LINE = re.compile(rb"([-!#$%&'*+.^_`|~0-9a-zA-Z]+) ([\x21-\x7e]+) HTTP/1\.1")
-_HEADER = re.compile(
-    rb"([-!#$%&'*+.^_`|~0-9a-zA-Z]+):[ \t]*(?:[^\x00\s]+(?:[ \t]+[^\x00\s]+)*)?[ \t]*"
-)
-_DIGITS = re.compile(rb"[0-9]+")
-#: Requests with these headers (or any doubt) are left to h11.
-_H11_ONLY = frozenset({b"transfer-encoding", b"connection", b"expect", b"upgrade"})
-#: h11's default limit on an incomplete request head.
-_MAX_HEAD = 16 * 1024
-
-
-def _plain_request(head: bytes) -> tuple[bytes, bytes, int] | None:
-    """(method, target, body length) of an ordinary HTTP/1.1 request head (without its
-    blank line), or None when h11 should judge it: anything unusual, malformed or that
-    h11 would frame differently (chunked, Connection, Expect, Upgrade, no or several
-    Host headers, several Content-Lengths, obsolete line folding)."""
-    lines = head.split(b"\r\n")
-    line = _REQUEST_LINE.fullmatch(lines[0])
-    if line is None:
-        return None
-    length = -1
-    hosts = 0
-    for header in lines[1:]:
-        if not _HEADER.fullmatch(header):
-            return None  # bad (h11 refuses it) or folded (h11 unfolds it)
-        name = header[: header.index(b":")].lower()
-        if name == b"content-length":
-            value = header[header.index(b":") + 1 :].strip(b" \t")
-            if length >= 0 or not _DIGITS.fullmatch(value):
-                return None
-            length = int(value)
-        elif name == b"host":
-            hosts += 1
-        elif name in _H11_ONLY:
-            return None
-    if hosts != 1 or length > MAX_BODY:
-        return None
-    return line.group(1), line.group(2), max(length, 0)
-
-
 class _Connection(asyncio.Protocol):
     """One client connection on asyncio: the same HTTP/1.1 as :func:`_connection`, driven
     by the transport's callbacks instead of a task reading a stream.
@@ -413,29 +376,17 @@ class _Connection(asyncio.Protocol):
         """The next ordinary request, if it has arrived whole; False hands the connection
         (what is buffered, and the end of the stream if it came) to h11."""
         buffer = self.buffer
-        if buffer:
-            end = _HEAD_END.search(buffer)
-            if end is None:
-                if buffer[0] > 0x20 and len(buffer) <= _MAX_HEAD and not self.eof:
-                    return True  # the rest of the head is on its way
-            elif end.start() and end.end() - end.start() == 3 and buffer[end.start() - 1] == 13:
-                head = bytes(buffer[: end.start() - 1])
-                plain = _plain_request(head)  # None for bare newlines too
-                if plain is not None:
-                    method, target, length = plain
-                    start = end.end()
-                    if len(buffer) - start < length:
-                        if not self.eof:
-                            return True  # the rest of the body is on its way
-                    else:
-                        body = bytes(buffer[start : start + length])
-                        del buffer[: start + length]
-                        self._start(method, target, body, None)
-                        return True
-        elif not self.eof:
+        plain = next_plain_request(buffer, self.eof, max_head=H11_MAX_HEAD, max_body=MAX_BODY)
+        if plain is PLAIN_NEED_DATA:
             return True
-        else:  # the end, between requests: what h11 would do too
+        if plain is PLAIN_CLOSED:  # the end, between requests: what h11 would do too
             self.close()
+            return True
+        if isinstance(plain, PlainRequest):
+            end = plain.start + plain.length
+            body = bytes(buffer[plain.start : end])
+            del buffer[:end]
+            self._start(plain.method, plain.target, body, None)
             return True
         self.h11 = h11.Connection(h11.SERVER)
         self.h11.receive_data(bytes(buffer))

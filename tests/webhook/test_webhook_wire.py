@@ -14,6 +14,7 @@ import anyio
 import anyio.abc
 import pytest
 
+from ownergc._kit.http import PlainRequest
 from ownergc.controller import _webhook_server
 from ownergc.controller._webhook_server import _connection, serve_webhook
 
@@ -109,13 +110,15 @@ PLAIN = {
 
 async def test_both_servers_answer_alike(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[Any] = []
-    original = _webhook_server._plain_request
+    original = _webhook_server.next_plain_request
 
-    def plain_request(head: bytes) -> Any:
-        seen.append(parsed := original(head))
+    def next_plain_request(*args: Any, **kwargs: Any) -> Any:
+        parsed = original(*args, **kwargs)
+        if parsed is None or isinstance(parsed, PlainRequest):  # a verdict on a request
+            seen.append(parsed)
         return parsed
 
-    monkeypatch.setattr(_webhook_server, "_plain_request", plain_request)
+    monkeypatch.setattr(_webhook_server, "next_plain_request", next_plain_request)
     reference = await anyio.create_tcp_listener(local_host="127.0.0.1")
     old_port = reference.extra(anyio.abc.SocketAttribute.local_port)
     async with reference, anyio.create_task_group() as tg:
