@@ -493,7 +493,9 @@ class ServerConnection:
             f"HTTP/{event.http_version.decode('ascii')}",
             headers,
         )
-        self._method = request.method
+        # The method as sent: h11 frames only an exact "HEAD" as one (a "head" gets
+        # a body), so the answer must too.
+        self._method = event.method.decode("ascii")
         if conn.they_are_waiting_for_100_continue:
             await self._send(
                 h11.InformationalResponse(status_code=100, headers=[], reason=b"Continue")

@@ -289,6 +289,17 @@ async def test_a_request_split_everywhere_in_three_is_read_whole() -> None:
             )
 
 
+async def test_a_lower_case_head_is_answered_with_its_body_and_the_connection_kept() -> None:
+    """Methods are case-sensitive: h11 frames only ``HEAD`` without a body, so a
+    ``head`` request's answer carries its body (it used to end the connection
+    unanswered, the wire having dropped the body h11 expected)."""
+    sent, seen, _ = await _serve_wire(ServerConnection, [WIRE_CASES["lower-case head"]])
+    assert [entry[0] for entry in seen] == ["HEAD", "GET"]
+    assert sent.count(b"HTTP/1.1 200 ") == 2
+    first_answer = sent.split(b"HTTP/1.1 200 ")[1]
+    assert b'"/b"' in first_answer  # the echoed body went out
+
+
 # ------------------------------------------------------------------ the facade
 
 CM = "/api/v1/namespaces/default/configmaps"
