@@ -112,6 +112,58 @@ class _Parsed:
         self.api_version = ref.api_version
 
 
+_new_object = object.__new__
+#: OwnerReference's slots, set as its frozen dataclass __init__ sets them (pure).
+_set_owner_fields = tuple(
+    vars(OwnerReference)[f].__set__
+    for f in ("api_version", "kind", "name", "uid", "controller", "block_owner_deletion")
+)
+
+
+def _new_owner_reference(
+    api_version: str, kind: str, name: str, uid: str, controller: Any, block: Any
+) -> OwnerReference:
+    """``OwnerReference(...)`` of values already checked, without the frozen dataclass's
+    ``__init__`` (a Python call setting each field through ``object.__setattr__``:
+    most of the cost of an owner's first dependent)."""
+    ref: OwnerReference = _new_object(OwnerReference)
+    if cython.compiled:  # (the slots set in C, as object.__setattr__ sets them)
+        PyObject_GenericSetAttr(ref, "api_version", api_version)  # type: ignore[name-defined]  # noqa: F821
+        PyObject_GenericSetAttr(ref, "kind", kind)  # type: ignore[name-defined]  # noqa: F821
+        PyObject_GenericSetAttr(ref, "name", name)  # type: ignore[name-defined]  # noqa: F821
+        PyObject_GenericSetAttr(ref, "uid", uid)  # type: ignore[name-defined]  # noqa: F821
+        PyObject_GenericSetAttr(ref, "controller", controller)  # type: ignore[name-defined]  # noqa: F821
+        PyObject_GenericSetAttr(ref, "block_owner_deletion", block)  # type: ignore[name-defined]  # noqa: F821
+    else:
+        s_av, s_kind, s_name, s_uid, s_controller, s_block = _set_owner_fields
+        s_av(ref, api_version)
+        s_kind(ref, kind)
+        s_name(ref, name)
+        s_uid(ref, uid)
+        s_controller(ref, controller)
+        s_block(ref, block)
+    return ref
+
+
+@cython.locals(parsed=_Parsed)
+def _new_parsed(ref: OwnerReference) -> _Parsed:
+    """``_Parsed(ref)`` without a call to ``__init__`` (compiled: the struct filled in)."""
+    parsed = _Parsed.__new__(_Parsed)
+    owners = (ref,)
+    if cython.compiled:
+        PyObject_GC_UnTrack(ref)  # type: ignore[name-defined]  # noqa: F821
+        PyObject_GC_UnTrack(owners)  # type: ignore[name-defined]  # noqa: F821
+    parsed.ref = ref
+    parsed.owners = owners
+    parsed.controller = ref.controller
+    parsed.block = ref.block_owner_deletion
+    parsed.uid = ref.uid
+    parsed.name = ref.name
+    parsed.kind = ref.kind
+    parsed.api_version = ref.api_version
+    return parsed
+
+
 #: An identity as the absent-owner cache keys it: (apiVersion, kind, name, uid,
 #: namespace), a plain tuple, hashed in C (an ObjectReference hashes in Python).
 _IdentityKey = tuple[str, str, str, str, str | None]
@@ -685,21 +737,44 @@ class GraphBuilder:
     @cython.locals(plain=dict, hit=_Parsed)
     def _parsed(self, entry: Any) -> _Parsed:
         cache = self._ref_cache
+        ref: OwnerReference | None = None
         if type(entry) is dict:
             plain = entry
-            found = cache.get(plain.get("uid"))  # type: ignore[arg-type]
+            uid = plain.get("uid")
+            controller = plain.get("controller")
+            block = plain.get("blockOwnerDeletion")
+            name = plain.get("name")
+            kind = plain.get("kind")
+            api_version = plain.get("apiVersion")
+            found = cache.get(uid)  # type: ignore[arg-type]
             if found is not None:
                 hit = found
                 if (
                     # == takes True for 1; the parse would not (booleans only): `is`
-                    plain.get("controller") is hit.controller
-                    and plain.get("blockOwnerDeletion") is hit.block
-                    and plain.get("name") == hit.name
-                    and plain.get("kind") == hit.kind
-                    and plain.get("apiVersion") == hit.api_version
+                    controller is hit.controller
+                    and block is hit.block
+                    and name == hit.name
+                    and kind == hit.kind
+                    and api_version == hit.api_version
                 ):
                     return hit
-        hit = _Parsed(OwnerReference.from_dict(entry))
+            if (
+                # OwnerReference.from_dict's checks, passed (else it raises its error)
+                type(api_version) is str
+                and type(kind) is str
+                and type(name) is str
+                and type(uid) is str
+                and api_version
+                and kind
+                and name
+                and uid
+                and (controller is None or type(controller) is bool)
+                and (block is None or type(block) is bool)
+            ):
+                ref = _new_owner_reference(api_version, kind, name, uid, controller, block)
+        if ref is None:
+            ref = OwnerReference.from_dict(entry)
+        hit = _new_parsed(ref)
         if len(cache) >= _REF_CACHE_SIZE:
             cache.clear()
         cache[hit.uid] = hit
