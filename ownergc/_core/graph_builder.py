@@ -543,13 +543,19 @@ class GraphBuilder:
                     ):
                         hit = None
             owners = hit.owners if hit is not None else self._parse_owner_references(raw_refs)
+        graph = self._graph
+        owner = graph.get(hit.uid) if hit is not None else None
         namespace = meta.get("namespace") or None
         if namespace is not None:
             if type(namespace) is not str:
                 raise InvalidObject(f"metadata.namespace must be a string, got {namespace!r}")
-            # A cluster has few namespaces and every decoded body its own copy of
-            # the name: keep one string per namespace.
-            namespace = self._namespaces.setdefault(namespace, namespace)
+            if owner is not None and owner.namespace == namespace:
+                # a sibling in its owner's namespace: the owner's string
+                namespace = owner.namespace
+            else:
+                # A cluster has few namespaces and every decoded body its own copy of
+                # the name: keep one string per namespace.
+                namespace = self._namespaces.setdefault(namespace, namespace)
         being_deleted = meta.get("deletionTimestamp") is not None
         raw_finalizers = meta.get("finalizers")
         if raw_finalizers:
@@ -560,7 +566,6 @@ class GraphBuilder:
             finalizers = ()
         rv = meta.get("resourceVersion")
 
-        graph = self._graph
         node = graph.get(uid)
         if node is None and old_obj is FROM_GRAPH and not being_deleted:
             # The common case, an object first seen alive: no transition to check
@@ -584,7 +589,8 @@ class GraphBuilder:
                     # _add_dependent_to_owners, inlined for one owner already observed in
                     # this namespace under these coordinates and not deleting dependents
                     # (nothing to flag or enqueue: the set just gains the node).
-                    owner = graph.get(hit.uid)
+                    if owner is None:  # (looked up again: the object may own itself)
+                        owner = graph.get(hit.uid)
                     if (
                         owner is not None
                         and owner.namespace == namespace
