@@ -27,6 +27,8 @@ cdef class GraphBuilder:
     cdef public object attempt_to_orphan
     cdef public object events
 
+    # (a C call from process_list; the same method from Python)
+    cpdef Node process_upsert(self, object obj, str api_version, str kind, object old_obj=*)
     cdef tuple _parse_owner_references(self, object raw)
     cdef _Parsed _parsed(self, object entry)
     cdef Node _observe(self, Node node, object observed)
