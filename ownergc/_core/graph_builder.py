@@ -85,6 +85,7 @@ class _Parsed:
 
     Compiled, an extension type the cyclic garbage collector does not track,
     and neither the reference nor its tuple: they hold only strings and flags.
+    Made by :func:`_new_parsed`.
     """
 
     __slots__ = ("api_version", "block", "controller", "kind", "name", "owners", "ref", "uid")
@@ -97,20 +98,6 @@ class _Parsed:
     name: str
     kind: str
     api_version: str
-
-    def __init__(self, ref: OwnerReference) -> None:
-        owners = (ref,)
-        if cython.compiled:
-            PyObject_GC_UnTrack(ref)  # type: ignore[name-defined]  # noqa: F821
-            PyObject_GC_UnTrack(owners)  # type: ignore[name-defined]  # noqa: F821
-        self.ref = ref
-        self.owners = owners
-        self.controller = ref.controller
-        self.block = ref.block_owner_deletion
-        self.uid = ref.uid
-        self.name = ref.name
-        self.kind = ref.kind
-        self.api_version = ref.api_version
 
 
 _new_object = object.__new__
@@ -154,14 +141,26 @@ def _new_parsed(ref: OwnerReference) -> _Parsed:
     if cython.compiled:
         PyObject_GC_UnTrack(ref)  # type: ignore[name-defined]  # noqa: F821
         PyObject_GC_UnTrack(owners)  # type: ignore[name-defined]  # noqa: F821
+    uid, name, kind, api_version = ref.uid, ref.name, ref.kind, ref.api_version
+    if cython.compiled and not (
+        type(uid) is str and type(name) is str and type(kind) is str and type(api_version) is str
+    ):
+        # Compiled, these four are typed str: a str subclass, which from_dict takes, is
+        # kept by its value (they are only compared, and the uid looked up).
+        uid, name, kind, api_version = (
+            str.__str__(uid),
+            str.__str__(name),
+            str.__str__(kind),
+            str.__str__(api_version),
+        )
     parsed.ref = ref
     parsed.owners = owners
     parsed.controller = ref.controller
     parsed.block = ref.block_owner_deletion
-    parsed.uid = ref.uid
-    parsed.name = ref.name
-    parsed.kind = ref.kind
-    parsed.api_version = ref.api_version
+    parsed.uid = uid
+    parsed.name = name
+    parsed.kind = kind
+    parsed.api_version = api_version
     return parsed
 
 
