@@ -40,3 +40,12 @@ def locals(**types: object) -> Callable[[_F], _F]:
         return function
 
     return keep
+
+
+def annotation_typing(on: bool) -> Callable[[_F], _F]:
+    """Compiled: whether the function's annotations type its arguments (``str`` exactly)."""
+
+    def keep(function: _F) -> _F:
+        return function
+
+    return keep

@@ -153,6 +153,17 @@ def test_an_owners_first_dependent_parses_its_reference_as_from_dict(entry: Any)
         got.name = "other"
 
 
+def test_a_str_subclass_in_a_reference_to_an_unobserved_owner_is_taken_as_pure_takes_it() -> None:
+    entry = {**_GOOD_ENTRY, "name": _Str("o-name"), "kind": _Str("ReplicaSet")}
+    body = obj("d1")
+    body["metadata"]["ownerReferences"] = [entry]
+    b = GraphBuilder()
+    b.process_upsert(body, "v1", "Pod")
+    virtual = b.uid_to_node["o"]
+    assert virtual.virtual and virtual.identity.name == "o-name"
+    assert type(virtual.name) is _Str
+
+
 @pytest.mark.parametrize(
     "change",
     [
