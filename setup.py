@@ -23,7 +23,12 @@ from setuptools.command.build_ext import build_ext
 #: The hot path of every watch event (the graph and its builder). ``graph.pxd``
 #: and ``graph_builder.pxd`` declare their extension types for the compiler;
 #: the rest compiles as plain Python.
-COMPILED_MODULES = ["ownergc/_core/graph.py", "ownergc/_core/graph_builder.py"]
+COMPILED_MODULES = [
+    "ownergc/_core/graph.py",
+    "ownergc/_core/graph_builder.py",
+    # A protobuf list's items (KubeStore asks for protobuf lists only when compiled).
+    "ownergc_backends/kube/_pbscan.py",
+]
 
 
 def _flag(name: str) -> bool:

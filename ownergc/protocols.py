@@ -38,7 +38,7 @@ types (:mod:`ownergc.nodegc`). Guarantees every ContainerRuntime must give:
 from __future__ import annotations
 
 import builtins
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
@@ -53,6 +53,7 @@ from ownergc.nodegc._types import (
 
 __all__ = [
     "APIResource",
+    "BatchLister",
     "ContainerRuntime",
     "DiscoveryResult",
     "ObjectList",
@@ -233,6 +234,35 @@ class ObjectStore(Protocol):
         ...
 
 
+#: Receives one batch of a list's items (see :class:`BatchLister`).
+ItemsSink = Callable[[list[JSONDict]], None]
+
+
+@runtime_checkable
+class BatchLister(Protocol):
+    """An :class:`ObjectStore` that can hand a big list over while it arrives.
+
+    A monitor's list of 100k objects is one answer of tens of megabytes; a
+    store that decodes it as it arrives can give the items to the graph in
+    batches, so that building the graph overlaps the server's writing of the
+    answer instead of following it. The controller uses this when a store
+    offers it and :meth:`ObjectStore.list` otherwise.
+    """
+
+    async def list_in_batches(
+        self, resource: APIResource, on_items: ItemsSink, *, namespace: str | None = None
+    ) -> str:
+        """List as ``list(resource, namespace=namespace, metadata_only=True,
+        consistent=False)`` does, handing the items to ``on_items`` in batches
+        (called synchronously, never concurrently) instead of returning them;
+        returns the list's resourceVersion. An answer read again after a failed
+        attempt may hand some items over a second time: applying an item is an
+        upsert, so that is harmless. An exception from ``on_items`` ends the list
+        and propagates.
+        """
+        ...
+
+
 @runtime_checkable
 class ContainerRuntime(Protocol):
     """A container runtime as the kubelet's GC sees it (CRI RuntimeService + ImageService)."""
@@ -282,4 +312,4 @@ class ContainerRuntime(Protocol):
         ...
 
 
-__all__ += ["JSONDict", "WatchEventType"]
+__all__ += ["ItemsSink", "JSONDict", "WatchEventType"]

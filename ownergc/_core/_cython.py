@@ -8,7 +8,7 @@ nothing, so the pure-Python modules stay the reference.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 _T = TypeVar("_T")
 
@@ -49,3 +49,10 @@ def annotation_typing(on: bool) -> Callable[[_F], _F]:
         return function
 
     return keep
+
+
+#: C integer types named in ``locals``, ``cast`` and annotations: plain ints here.
+Py_ssize_t: TypeAlias = int
+ulonglong: TypeAlias = int
+longlong: TypeAlias = int
+uchar: TypeAlias = int

@@ -51,7 +51,7 @@ from ownergc.controller._monitors import (
 )
 from ownergc.controller._queue import FIFOQueue, WorkQueue
 from ownergc.errors import InvalidObject, NotFound, ResourceExpired
-from ownergc.protocols import APIResource, JSONDict, ObjectStore, WatchEvent
+from ownergc.protocols import APIResource, BatchLister, JSONDict, ObjectStore, WatchEvent
 
 __all__ = ["DependencyGraphBuilder", "EventRecorder"]
 
@@ -220,32 +220,26 @@ class DependencyGraphBuilder:
     async def relist(self, mon: Monitor) -> None:
         """List ``mon``'s resource into the graph, deleting what vanished meanwhile."""
         res = mon.resource
-        listed = await self.store.list(res, metadata_only=True, consistent=False)
         core = self.core
+        store = self.store
         seen: set[str]
-        if self.pending_changes:
-            # Changes wait in the queue: the list goes behind them, object by object
-            # (and so do the deletes of what vanished, below).
+        if isinstance(store, BatchLister):
+            # The items reach the graph in batches while the answer still arrives.
             seen = set()
-            for obj in listed.items:
-                uid = metadata_of(obj).get("uid")
-                if isinstance(uid, str):
-                    seen.add(uid)
-                self._apply_upsert(mon, obj)
+
+            def apply(items: list[JSONDict]) -> None:
+                seen.update(self._apply_list(mon, items))
+
+            resource_version = await store.list_in_batches(res, apply)
         else:
-            # Nothing waits: the whole list in one call to the core, one dispatch.
-            count = len(listed.items)
-            self.metrics.events_processed += count
-            self.graph_changes.metrics.adds_total += count
-            seen, refused = core.process_list(listed.items, res.api_version, res.kind)
-            for _obj, exc in refused:
-                self._change_failed(res, exc)
-            self._dispatch_if_any()
+            listed = await store.list(res, metadata_only=True, consistent=False)
+            seen = self._apply_list(mon, listed.items)
+            resource_version = listed.resource_version
         # Objects the graph holds for this resource that vanished while we were
         # not watching: deliver their deletes (the informer's relist diff).
         for ident in core.vanished(res.api_version, res.kind, seen):
             self._apply_delete(mon, tombstone(ident))
-        mon.resource_version = listed.resource_version
+        mon.resource_version = resource_version
         if not mon.synced:
             # Marked now when nothing waits, as changes are: a queued marker would
             # queue every later monitor's whole first list behind it.
@@ -255,6 +249,30 @@ class DependencyGraphBuilder:
                 self.metrics.events_processed += 1
                 self.graph_changes.metrics.adds_total += 1
                 self.process_graph_change(MonitorSynced(mon))
+
+    def _apply_list(self, mon: Monitor, items: list[JSONDict]) -> set[str]:
+        """Apply listed objects; returns their uids."""
+        res = mon.resource
+        seen: set[str]
+        if self.pending_changes:
+            # Changes wait in the queue: the list goes behind them, object by object
+            # (and so do the deletes of what vanished, after the list).
+            seen = set()
+            for obj in items:
+                uid = metadata_of(obj).get("uid")
+                if isinstance(uid, str):
+                    seen.add(uid)
+                self._apply_upsert(mon, obj)
+            return seen
+        # Nothing waits: the whole batch in one call to the core, one dispatch.
+        count = len(items)
+        self.metrics.events_processed += count
+        self.graph_changes.metrics.adds_total += count
+        seen, refused = self.core.process_list(items, res.api_version, res.kind)
+        for _obj, exc in refused:
+            self._change_failed(res, exc)
+        self._dispatch_if_any()
+        return seen
 
     async def _watch(self, mon: Monitor) -> None:
         assert mon.resource_version is not None

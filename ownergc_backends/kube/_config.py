@@ -3,8 +3,12 @@
 Order: an explicit kubeconfig path (or list of paths), then ``KUBECONFIG``
 (a ``os.pathsep``-separated list, merged), then ``~/.kube/config``, then the
 in-cluster ServiceAccount. Every failure becomes a :class:`KubeConfigError`
-that says how to point ownergc at a cluster, never a bare traceback from the
-client library.
+that says how to point ownergc at a cluster, never a bare traceback.
+
+The files and the in-cluster configuration are read by ``_kubeconfig``
+(no ``kubernetes`` import). Only a user with an ``auth-provider`` goes through
+the ``kubernetes`` package's loader (:func:`_with_kubernetes_client`), with
+:func:`attach_refresh` keeping its credentials fresh.
 """
 
 from __future__ import annotations
@@ -20,12 +24,22 @@ from typing import Any
 import anyio
 
 from ownergc_backends.kube._errors import HOW_TO_CONNECT, KubeConfigError
+from ownergc_backends.kube._kubeconfig import (
+    SA_DIR,
+    ClientConfig,
+    Kubeconfig,
+    NeedsKubernetesClient,
+    client_config,
+    in_cluster_config,
+    kubeconfig_from_dict,
+    read_kubeconfig,
+)
 
-__all__ = ["in_cluster", "kubeconfig_paths", "load_configuration"]
+__all__ = ["ClientConfig", "in_cluster", "kubeconfig_paths", "load_configuration"]
 
 PathLike = str | os.PathLike[str]
 
-_SA_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+_SA_DIR = SA_DIR
 
 
 def kubeconfig_paths(path: PathLike | Sequence[PathLike] | None = None) -> list[str]:
@@ -107,23 +121,6 @@ def _kube_config() -> Any:
     return importlib.import_module("kubernetes.aio.config")
 
 
-async def _from_files(paths: list[str], context: str | None, configuration: Any) -> Any:
-    load_kube_config = _kube_config().load_kube_config
-
-    existing = [p for p in paths if os.path.isfile(p)]
-    if not existing:
-        raise KubeConfigError(
-            f"no kubeconfig found (looked at {', '.join(paths)}). {HOW_TO_CONNECT}"
-        )
-    # The client merges a KUBECONFIG-style joined list; pass only files that exist.
-    return await load_kube_config(
-        config_file=os.pathsep.join(existing),
-        context=context,
-        client_configuration=configuration,
-        persist_config=False,
-    )
-
-
 async def load_configuration(
     *,
     path: PathLike | Sequence[PathLike] | None = None,
@@ -131,25 +128,21 @@ async def load_configuration(
     config_dict: Mapping[str, Any] | None = None,
     allow_in_cluster: bool = True,
 ) -> Any:
-    """A ``kubernetes.aio.client.Configuration`` for the chosen cluster."""
-    from kubernetes.aio.client import Configuration
-    from kubernetes.aio.config import ConfigException
-
-    kconfig = _kube_config()
-    configuration = Configuration()
+    """The configuration of the chosen cluster: a :class:`ClientConfig` read without the
+    ``kubernetes`` package, or, for a user with an ``auth-provider`` (legacy gcp,
+    azure and oidc helpers), a ``kubernetes.aio.client.Configuration`` from that
+    package's loader. ``KubeStore.from_configuration`` takes either."""
     try:
         if config_dict is not None:
-            loader = await kconfig.load_kube_config_from_dict(
-                config_dict=dict(config_dict), context=context, client_configuration=configuration
-            )
-            attach_refresh(loader, configuration)
-            return configuration
+            return await _native(kubeconfig_from_dict(config_dict), context)
         paths = kubeconfig_paths(path)
         explicit = path is not None or bool(os.environ.get("KUBECONFIG"))
         if explicit or any(os.path.isfile(p) for p in paths) or not allow_in_cluster:
-            loader = await _from_files(paths, context, configuration)
-            attach_refresh(loader, configuration)
-            return configuration
+            try:
+                merged = read_kubeconfig(paths)
+            except KubeConfigError as exc:
+                raise KubeConfigError(f"{exc}. {HOW_TO_CONNECT}") from None
+            return await _native(merged, context)
         if not in_cluster():
             raise KubeConfigError(
                 f"no kubeconfig found (looked at {', '.join(paths)}) and not running inside "
@@ -160,14 +153,47 @@ async def load_configuration(
             raise KubeConfigError(
                 f"--context {context!r} needs a kubeconfig, but none was found. {HOW_TO_CONNECT}"
             )
-        kconfig.load_incluster_config(client_configuration=configuration)
-        return configuration
+        return in_cluster_config(_SA_DIR)
     except KubeConfigError:
         raise
+    except NeedsKubernetesClient as legacy:
+        return await _with_kubernetes_client(legacy.config, legacy.context)
+
+
+async def _native(kubeconfig: Kubeconfig, context: str | None) -> ClientConfig:
+    try:
+        return await client_config(kubeconfig, context)
+    except KubeConfigError as exc:
+        msg = str(exc)
+        if HOW_TO_CONNECT not in msg:
+            # After an exec plugin's installHint (its own paragraph), a paragraph too.
+            msg += ("\n\n" if "\n" in msg else ". ") + HOW_TO_CONNECT
+        raise KubeConfigError(msg) from None
+
+
+async def _with_kubernetes_client(config_dict: Mapping[str, Any], context: str | None) -> Any:
+    """A ``kubernetes.aio.client.Configuration`` from the ``kubernetes`` package's loader
+    (users with an ``auth-provider``), its credentials kept fresh by :func:`attach_refresh`."""
+    try:
+        from kubernetes.aio.client import Configuration
+        from kubernetes.aio.config import ConfigException
+    except ImportError as exc:  # pragma: no cover - the kube extra installs it
+        raise KubeConfigError(
+            f"this kubeconfig user has an auth-provider, which needs the kubernetes "
+            f"package: {exc}. {HOW_TO_CONNECT}"
+        ) from exc
+    kconfig = _kube_config()
+    configuration = Configuration()
+    try:
+        loader = await kconfig.load_kube_config_from_dict(
+            config_dict=dict(config_dict), context=context, client_configuration=configuration
+        )
+        attach_refresh(loader, configuration)
+        return configuration
     except ConfigException as exc:
         raise KubeConfigError(f"invalid cluster configuration: {exc}. {HOW_TO_CONNECT}") from exc
     except Exception as exc:
-        # Unreadable files, bad YAML, malformed entries: the loader raises raw errors.
+        # Unreadable files, malformed entries: the loader raises raw errors.
         raise KubeConfigError(
             f"cannot load the cluster configuration: {type(exc).__name__}: {exc}. {HOW_TO_CONNECT}"
         ) from exc

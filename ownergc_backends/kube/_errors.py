@@ -11,6 +11,7 @@ import asyncio
 import email.utils
 import json
 import ssl
+import sys
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
@@ -146,13 +147,23 @@ def error_from_response(
 
 def error_from_exception(exc: BaseException, *, host: str, what: str = "request") -> APIError:
     """The error for a request that got no HTTP answer (connection, TLS, timeout)."""
-    import aiohttp  # only the kube backend imports this module, and it needs aiohttp anyway
-
     from ownergc_backends.kube._http1 import ConnectFailed
 
+    # aiohttp's exceptions only where aiohttp is loaded (it serves watches and proxies).
+    aiohttp: Any = sys.modules.get("aiohttp")
+    cert_errors: tuple[type[BaseException], ...] = ()
+    ssl_errors: tuple[type[BaseException], ...] = (ssl.SSLError,)
+    connect_errors: tuple[type[BaseException], ...] = (ConnectFailed,)
+    client_errors: tuple[type[BaseException], ...] = ()
+    if aiohttp is not None:
+        cert_errors = (aiohttp.ClientConnectorCertificateError,)
+        ssl_errors += (aiohttp.ClientSSLError,)
+        connect_errors += (aiohttp.ClientConnectorError,)
+        client_errors = (aiohttp.ClientError,)
+
     cert_error: BaseException | None = None
-    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
-        cert_error = exc.certificate_error
+    if isinstance(exc, cert_errors):
+        cert_error = getattr(exc, "certificate_error", exc)
     elif isinstance(exc, ssl.SSLCertVerificationError):
         cert_error = exc
     if cert_error is not None:
@@ -162,15 +173,16 @@ def error_from_exception(exc: BaseException, *, host: str, what: str = "request"
             "certificate (hostname, expiry).",
             reason="TLSError",
         )
-    if isinstance(exc, (aiohttp.ClientSSLError, ssl.SSLError)):
+    if isinstance(exc, ssl_errors):
         return Unavailable(
             f"{what}: TLS handshake with {host} failed: {exc}. Check the kubeconfig's "
             "client certificate/key and the cluster CA.",
             reason="TLSError",
         )
-    if isinstance(exc, (aiohttp.ClientConnectorError, ConnectFailed)):
+    if isinstance(exc, connect_errors):
         return Unavailable(
-            f"{what}: cannot connect to the apiserver at {host}: {exc.os_error or exc}. "
+            f"{what}: cannot connect to the apiserver at {host}: "
+            f"{getattr(exc, 'os_error', None) or exc}. "
             "Is the cluster running and does the kubeconfig point at it?",
             reason="ConnectionError",
         )
@@ -179,7 +191,7 @@ def error_from_exception(exc: BaseException, *, host: str, what: str = "request"
             f"{what}: no answer from {host} in time (client-side timeout)",
             reason="Timeout",
         )
-    if isinstance(exc, aiohttp.ClientError):
+    if isinstance(exc, client_errors):
         return Unavailable(
             f"{what}: connection to {host} failed: {type(exc).__name__}: {exc}",
             reason="ConnectionError",

@@ -24,12 +24,17 @@ import gzip
 import re
 import ssl
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Final
 
 import anyio
 
-__all__ = ["ConnectFailed", "HTTP1Pool", "Response", "ServerDisconnected"]
+__all__ = ["BodySink", "ConnectFailed", "HTTP1Pool", "Response", "ServerDisconnected"]
+
+#: Takes a 2xx answer's body as it arrives, piece by piece (see ``HTTP1Pool.request``);
+#: the view is valid only during the call (the buffer behind it is reused), so a sink
+#: copies what it keeps and holds no reference to the view itself.
+BodySink = Callable[[memoryview], None]
 
 _MAX_HEAD: Final = 1 << 20  # a response head larger than this is not an apiserver's
 #: Control characters and spaces would end a request line or a header early.
@@ -106,6 +111,12 @@ class _Connection(asyncio.Protocol):
         self._body_start = 0
         self._chunks: list[bytes] = []
         self._chunk_pos = 0
+        #: Where a 2xx answer's body goes as it arrives (None: kept for the Response).
+        self._sink: BodySink | None = None
+        self._streaming = False
+        #: Streaming a chunked body: bytes left of the current chunk's data, -1 before
+        #: a chunk-size line, -2 before the line end that follows a chunk's data.
+        self._chunk_left = -1
 
     # -- asyncio.Protocol ------------------------------------------------------
 
@@ -168,12 +179,15 @@ class _Connection(asyncio.Protocol):
         if waiter is not None and not waiter.done():
             waiter.set_exception(exc)
 
-    def send(self, data: bytes) -> asyncio.Future[Response]:
+    def send(self, data: bytes, sink: BodySink | None = None) -> asyncio.Future[Response]:
         assert self.transport is not None and self._waiter is None
         self._buf.clear()
         self._head = None
         self._length = -1
         self._chunks = []
+        self._sink = sink
+        self._streaming = False
+        self._chunk_left = -1
         self._reuse = True
         self.answered_any = False
         self._waiter = self._pool._loop.create_future()
@@ -222,7 +236,16 @@ class _Connection(asyncio.Protocol):
                 self._length = -3
                 self._reuse = False
             self._head = (status, _Headers(headers), self._reuse)
+            encoding = headers.get("content-encoding")
+            self._streaming = (
+                self._sink is not None
+                and 200 <= status < 300
+                and (not encoding or encoding == "identity")
+                and self._length != -3
+            )
         status, headers, _ = self._head
+        if self._streaming and self._length >= 0:
+            return self._stream_length(status, headers)
         if self._length >= 0:
             if len(buf) - self._body_start < self._length:
                 return None
@@ -236,7 +259,27 @@ class _Connection(asyncio.Protocol):
             return self._parse_chunks(status, headers)
         return None  # until the server closes
 
+    def _stream_length(self, status: int, headers: dict[str, str]) -> Response | None:
+        """A Content-Length body handed to the sink as it arrives."""
+        buf = self._buf
+        sink = self._sink
+        assert sink is not None
+        take = min(len(buf) - self._body_start, self._length)
+        if take > 0:
+            with memoryview(buf) as view:
+                sink(view[self._body_start : self._body_start + take])
+            self._length -= take
+            del buf[: self._body_start + take]
+            self._body_start = 0
+        if self._length > 0:
+            return None
+        if buf:
+            self._reuse = False  # bytes nobody asked for: do not trust this connection
+        return Response(status, headers, b"")
+
     def _parse_chunks(self, status: int, headers: dict[str, str]) -> Response | None:
+        if self._streaming:
+            return self._stream_chunks(status, headers)
         buf = self._buf
         pos = self._chunk_pos
         while True:
@@ -255,6 +298,54 @@ class _Connection(asyncio.Protocol):
                 self._chunks.append(bytes(view[eol + 2 : eol + 2 + size]))
             pos = eol + 2 + size + 2
             self._chunk_pos = pos
+
+    def _stream_chunks(self, status: int, headers: dict[str, str]) -> Response | None:
+        """A chunked body handed to the sink as it arrives, a chunk's bytes before the
+        whole chunk is here (kube-apiserver writes a list as one chunk of all of it)."""
+        buf = self._buf
+        sink = self._sink
+        assert sink is not None
+        pos = self._chunk_pos
+        try:
+            while True:
+                left = self._chunk_left
+                if left > 0:  # inside a chunk's data
+                    take = min(len(buf) - pos, left)
+                    if take <= 0:
+                        return None
+                    with memoryview(buf) as view:
+                        sink(view[pos : pos + take])
+                    pos += take
+                    self._chunk_left = left - take
+                    if self._chunk_left:
+                        return None
+                    self._chunk_left = -2
+                elif left == -2:  # the line end after a chunk's data
+                    if len(buf) - pos < 2:
+                        return None
+                    if buf[pos : pos + 2] != b"\r\n":
+                        raise ValueError("a chunk's data is not followed by CRLF")
+                    pos += 2
+                    self._chunk_left = -1
+                else:  # a chunk-size line
+                    eol = buf.find(b"\r\n", pos)
+                    if eol < 0:
+                        if len(buf) - pos > _MAX_HEAD:
+                            raise ValueError("chunk-size line too long")
+                        return None
+                    size = int(bytes(buf[pos:eol]).split(b";", 1)[0].strip(), 16)
+                    if size == 0:
+                        # the last chunk: (trailer lines, none expected, and) an empty line
+                        if buf.find(b"\r\n\r\n", eol) < 0:
+                            return None
+                        return Response(status, headers, b"")
+                    pos = eol + 2
+                    self._chunk_left = size
+        finally:
+            # What was handed over is not kept: the buffer holds less than one read.
+            if pos:
+                del buf[:pos]
+            self._chunk_pos = 0
 
 
 class HTTP1Pool:
@@ -311,9 +402,16 @@ class HTTP1Pool:
         headers: Mapping[str, str],
         body: bytes | None,
         timeout: float | None,
+        sink: BodySink | None = None,
     ) -> Response:
         """Send one request and read its whole answer within ``timeout`` seconds
-        (connecting included)."""
+        (connecting included).
+
+        With ``sink``, a 2xx answer's body (without content coding) goes to
+        ``sink`` piece by piece as it arrives and the Response's body is empty;
+        other answers are read whole as without it. A request retried on a new
+        connection (the pooled one was found closed) had handed nothing over.
+        """
         if _UNSAFE_TARGET(target):
             raise ValueError(f"unsafe characters in the request target {target[:80]!r}")
         head = [f"{method} {target} HTTP/1.1\r\n", self._fixed_head]
@@ -340,7 +438,7 @@ class HTTP1Pool:
                     conn = await self._connect()
             left = None if deadline is None else max(0.0, deadline - self._loop.time())
             try:
-                answer = await self._exchange(conn, data, left)
+                answer = await self._exchange(conn, data, left, sink)
             except ServerDisconnected:
                 if reused and retry_stale and not conn.answered_any:
                     retry_stale = False
@@ -352,8 +450,10 @@ class HTTP1Pool:
                 conn.abort()
             return answer
 
-    async def _exchange(self, conn: _Connection, data: bytes, timeout: float | None) -> Response:
-        waiter = conn.send(data)
+    async def _exchange(
+        self, conn: _Connection, data: bytes, timeout: float | None, sink: BodySink | None
+    ) -> Response:
+        waiter = conn.send(data, sink)
         timer = None
         if timeout is not None:
             timer = self._loop.call_later(timeout, self._expire, conn, waiter)

@@ -33,6 +33,11 @@ def test_the_build_under_test_is_the_one_asked_for() -> None:
     compiled = _is_extension(graph)
     assert _is_extension(graph_builder) is compiled
     assert graph.COMPILED is compiled
+    # The protobuf list reader is built with them (setup.py's COMPILED_MODULES).
+    from ownergc_backends.kube import _pbscan
+
+    assert _is_extension(_pbscan) is compiled
+    assert _pbscan.COMPILED is compiled
     expected = os.environ.get("OWNERGC_EXPECT_COMPILED")
     if expected is not None:
         assert compiled is (expected == "1"), f"OWNERGC_EXPECT_COMPILED={expected}"

@@ -162,6 +162,86 @@ async def test_a_chunked_answer_split_across_packets() -> None:
     assert srv.connections == 1
 
 
+class Dribbling(Scripted):
+    """Writes each answer ``step`` bytes at a time, yielding between writes."""
+
+    def __init__(self, answers: list[bytes], step: int) -> None:
+        super().__init__(lambda h, b: None)
+        self.answers = answers
+        self.step = step
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        for answer in self.answers:
+            self.requests.append((await reader.readuntil(b"\r\n\r\n"), b""))
+            for i in range(0, len(answer), self.step):
+                writer.write(answer[i : i + self.step])
+                await writer.drain()
+                await asyncio.sleep(0)
+        writer.close()
+
+
+@pytest.mark.parametrize("step", [1, 5, 4096])
+async def test_a_sink_gets_the_body_as_it_arrives_and_the_connection_stays_good(
+    step: int,
+) -> None:
+    """Chunked (one big chunk, as kube-apiserver writes a list, then small ones) and
+    Content-Length bodies reach the sink in pieces, before the answer has ended; the
+    next answer on the connection is read as usual."""
+    big = bytes(range(256)) * 40
+    chunked = (
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+        + f"{len(big):x}\r\n".encode()
+        + big
+        + b"\r\n3;ext=1\r\nabc\r\n0\r\n\r\n"
+    )
+    async with Dribbling([chunked, ok(big), ok(b"plain")], step).running() as srv:
+        http = await pool(srv.port)
+        for expected in (big + b"abc", big):
+            pieces: list[bytes] = []
+
+            def keep(view: memoryview, pieces: list[bytes] = pieces) -> None:
+                pieces.append(bytes(view))
+
+            answer = await http.request("GET", "/", {}, None, 5, keep)
+            assert answer.status == 200 and answer.body == b""
+            assert b"".join(pieces) == expected
+            if step < 4096:
+                assert len(pieces) > 2  # handed over while arriving
+        third = await http.request("GET", "/", {}, None, 5)
+        await http.close()
+    assert third.body == b"plain"
+    assert srv.connections == 1
+
+
+async def test_a_sink_gets_no_error_answer_and_no_compressed_body() -> None:
+    packed = gzip.compress(b'{"kind":"ConfigMapList"}')
+    answers = [
+        b"HTTP/1.1 410 Gone\r\nContent-Length: 7\r\n\r\nexpired",
+        ok(packed, extra="Content-Encoding: gzip\r\n"),
+    ]
+    async with Dribbling(answers, 3).running() as srv:
+        http = await pool(srv.port)
+        pieces: list[bytes] = []
+        gone = await http.request("GET", "/", {}, None, 5, lambda v: pieces.append(bytes(v)))
+        packed_answer = await http.request(
+            "GET", "/", {}, None, 5, lambda v: pieces.append(bytes(v))
+        )
+        await http.close()
+    assert (gone.status, gone.body) == (410, b"expired")
+    assert packed_answer.body == b'{"kind":"ConfigMapList"}'
+    assert pieces == []
+
+
+async def test_a_malformed_chunk_while_streaming_fails_the_request() -> None:
+    bad = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcXY0\r\n\r\n"
+    async with Dribbling([bad], 2).running() as srv:
+        http = await pool(srv.port)
+        with pytest.raises(ServerDisconnected, match="CRLF"):
+            await http.request("GET", "/", {}, None, 5, lambda v: None)
+        await http.close()
+
+
 async def test_an_interim_answer_is_skipped_and_headers_are_case_insensitive() -> None:
     answer = b"HTTP/1.1 100 Continue\r\n\r\n" + ok(b"{}", extra="Retry-After: 3\r\n")
     async with Scripted(lambda head, body: answer).running() as srv:

@@ -127,9 +127,9 @@ async def test_requests_go_through_the_environments_proxy(
 
 async def test_a_token_file_is_read_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Projected ServiceAccount tokens rotate on disk; the new one is used."""
-    from ownergc_backends.kube import _config
+    from ownergc_backends.kube import _auth
 
-    monkeypatch.setattr(_config, "_TOKEN_FILE_PERIOD", 0.0)  # client-go: once a minute
+    monkeypatch.setattr(_auth, "TOKEN_FILE_PERIOD", 0.0)  # client-go: once a minute
     token = tmp_path / "token"
     token.write_text("first")
     async with served(InMemoryStore()) as server:
@@ -147,29 +147,51 @@ async def test_a_token_file_is_read_again(tmp_path: Path, monkeypatch: pytest.Mo
     ]
 
 
+async def kubernetes_configuration(config: dict[str, Any]) -> Any:
+    """A ``kubernetes.aio`` Configuration loaded by that package's own loader."""
+    from kubernetes.aio import config as kconfig
+    from kubernetes.aio.client import Configuration
+
+    configuration = Configuration()
+    await kconfig.load_kube_config_from_dict(config_dict=config, client_configuration=configuration)
+    return configuration
+
+
+async def test_a_kubernetes_configuration_still_serves() -> None:
+    """``KubeStore.from_configuration`` with the ``kubernetes`` package's Configuration
+    (and its bearer token, through the client's own api_key)."""
+    async with served(InMemoryStore()) as server:
+        configuration = await kubernetes_configuration(with_user(server, {"token": "k8s"}))
+        async with KubeStore.from_configuration(configuration, qps=0) as kube:
+            configmaps = next(
+                r for r in (await kube.discover()).resources if r.resource == "configmaps"
+            )
+            await kube.list(configmaps)
+    assert [r.authorization for r in resource_requests(server)] == ["Bearer k8s"]
+
+
 async def test_without_the_clients_connector_factory_watches_still_go_out() -> None:
     """Another client version may lack ``_create_connector``: an unlimited aiohttp pool
     on the client's ssl context serves the watches instead."""
-    async with (
-        served(InMemoryStore()) as server,
-        await KubeStore.from_kubeconfig_dict(server.kubeconfig(), qps=0) as kube,
-    ):
-        kube._api.rest_client._create_connector = None
-        configmaps = next(
-            r for r in (await kube.discover()).resources if r.resource == "configmaps"
-        )
-        listed = await kube.list(configmaps)
-        stream = kube.watch(configmaps, resource_version=listed.resource_version)
-        await server.store.create_object(
-            {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "metadata": {"name": "a", "namespace": "default"},
-            }
-        )
-        with anyio.fail_after(10):
-            event = await stream.__anext__()
-        await stream.aclose()
-        assert (event.type, event.object["metadata"]["name"]) == ("ADDED", "a")
-        connector = kube._transport.session.connector
-        assert connector is not None and connector.limit == 0
+    async with served(InMemoryStore()) as server:
+        configuration = await kubernetes_configuration(server.kubeconfig())
+        async with KubeStore.from_configuration(configuration, qps=0) as kube:
+            kube._api.rest_client._create_connector = None
+            configmaps = next(
+                r for r in (await kube.discover()).resources if r.resource == "configmaps"
+            )
+            listed = await kube.list(configmaps)
+            stream = kube.watch(configmaps, resource_version=listed.resource_version)
+            await server.store.create_object(
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": "a", "namespace": "default"},
+                }
+            )
+            with anyio.fail_after(10):
+                event = await stream.__anext__()
+            await stream.aclose()
+            assert (event.type, event.object["metadata"]["name"]) == ("ADDED", "a")
+            connector = kube._transport.session.connector
+            assert connector is not None and connector.limit == 0

@@ -339,9 +339,11 @@ async def test_kubeconfig_env_list_and_context(
     monkeypatch.setenv("KUBECONFIG", f"{missing}:{a}:{b}")
     assert kubeconfig_paths() == [str(missing), str(a), str(b)]
     async with await KubeStore.from_config() as store:
-        assert store.host == "http://127.0.0.1:2222"  # b's current-context is last
-    async with await KubeStore.from_config(context="one") as store:
+        # kubectl's merge: the first file to set current-context wins (the
+        # ``kubernetes`` package's loader took the last one's).
         assert store.host == "http://127.0.0.1:1111"
+    async with await KubeStore.from_config(context="two") as store:
+        assert store.host == "http://127.0.0.1:2222"
     with pytest.raises(KubeConfigError, match="invalid cluster configuration"):
         await KubeStore.from_config(context="three")
 
