@@ -12,7 +12,9 @@ objects up front (as a watch decoder would hand them over), then times:
 
 The same events are also applied to a bare ``GraphBuilder`` (``builder_*``:
 ``process_upsert`` / ``process_delete`` and a ``drain`` per delete, no
-controller, no work queues), which is what the graph core itself costs.
+controller, no work queues), which is what the graph core itself costs;
+``builder_list_add_events_per_s`` applies the same bodies as two list results
+(``process_list``, the batch path of a monitor's first list and its relists).
 
 Memory: tracemalloc measures what the graph and the queues hold after the
 adds (event bodies are not retained by the controller and are excluded).
@@ -219,9 +221,15 @@ class GCTimer:
 
 def builder_alone(
     owner_objs: list[dict[str, Any]], dep_objs: list[dict[str, Any]], repeat: int
-) -> tuple[float, float]:
-    """Best add and delete events/s of a bare GraphBuilder on the same bodies."""
-    best_add = best_del = 0.0
+) -> tuple[float, float, float]:
+    """Best add, delete and list-add events/s of a bare GraphBuilder on the same bodies.
+
+    List adds: the same bodies as two list results (``process_list``, the batch
+    path a monitor's first list and relists take), timed up to and including
+    the young-generation collection their allocations call for (which
+    ``process_list``, pausing the cyclic GC, leaves to the next allocation).
+    """
+    best_add = best_del = best_list = 0.0
     n_objects = len(owner_objs) + len(dep_objs)
     for _ in range(repeat):
         b = GraphBuilder()
@@ -240,9 +248,21 @@ def builder_alone(
         assert len(b.uid_to_node) == len(dep_objs)
         best_add = max(best_add, n_objects / (t1 - t0))
         best_del = max(best_del, len(owner_objs) / (t2 - t1))
+        # (the bound methods hold the builder too: all dropped here, so that freeing
+        # this graph is not timed as part of the next run's deletes)
+        del b, upsert, delete, drain
+        gc.collect()
+        b = GraphBuilder()
+        t3 = clock()
+        b.process_list(owner_objs, "apps/v1", "ReplicaSet")
+        b.process_list(dep_objs, "v1", "Pod")
+        gc.collect(0)
+        t4 = clock()
+        assert len(b.uid_to_node) == n_objects
+        best_list = max(best_list, n_objects / (t4 - t3))
         del b
         gc.collect()
-    return best_add, best_del
+    return best_add, best_del, best_list
 
 
 async def run_shape(
@@ -278,7 +298,7 @@ async def run_shape(
         best_del = max(best_del, owners / (t3 - t2))
         del h
         gc.collect()
-    alone_add, alone_del = builder_alone(owner_objs, dep_objs, repeat)
+    alone_add, alone_del, alone_list = builder_alone(owner_objs, dep_objs, repeat)
     del owner_objs, dep_objs, owner_adds, dep_adds, owner_deletes
     gc.unfreeze()
     gc.collect()
@@ -293,6 +313,7 @@ async def run_shape(
         "bytes_per_object": round(bytes_per_object),
         "builder_add_events_per_s": round(alone_add),
         "builder_delete_events_per_s": round(alone_del),
+        "builder_list_add_events_per_s": round(alone_list),
         **({"gc_in_best_add": gc_of_best} if time_gc else {}),
     }
 
@@ -302,7 +323,7 @@ def run_builder_only(owners: int, per_owner: int, repeat: int) -> dict[str, Any]
     owner_objs, dep_objs = make_objects(owners, per_owner)
     gc.collect()
     gc.freeze()  # as run_shape does: the bodies stand in for what a decoder drops
-    alone_add, alone_del = builder_alone(owner_objs, dep_objs, repeat)
+    alone_add, alone_del, alone_list = builder_alone(owner_objs, dep_objs, repeat)
     del owner_objs, dep_objs
     gc.unfreeze()
     gc.collect()
@@ -311,6 +332,7 @@ def run_builder_only(owners: int, per_owner: int, repeat: int) -> dict[str, Any]
         "core": "compiled" if COMPILED else "pure",
         "builder_add_events_per_s": round(alone_add),
         "builder_delete_events_per_s": round(alone_del),
+        "builder_list_add_events_per_s": round(alone_list),
     }
 
 

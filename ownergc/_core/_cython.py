@@ -42,6 +42,15 @@ def locals(**types: object) -> Callable[[_F], _F]:
     return keep
 
 
+def annotation_typing(on: bool) -> Callable[[_F], _F]:
+    """Compiled: whether the function's annotations type its arguments (``str`` exactly)."""
+
+    def keep(function: _F) -> _F:
+        return function
+
+    return keep
+
+
 #: C integer types named in ``locals``, ``cast`` and annotations: plain ints here.
 Py_ssize_t: TypeAlias = int
 ulonglong: TypeAlias = int

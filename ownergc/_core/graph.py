@@ -211,6 +211,7 @@ _set_identity_fields = tuple(
 _new_object = object.__new__
 
 
+@cython.annotation_typing(False)  # (compiled: a str subclass, as ObjectReference takes it)
 def new_identity(
     api_version: str, kind: str, name: str, uid: str, namespace: str | None
 ) -> ObjectReference:
@@ -225,6 +226,7 @@ def new_identity(
     return ident
 
 
+@cython.annotation_typing(False)  # (compiled: a str subclass, as Node takes it)
 def new_node(
     api_version: str,
     kind: str,

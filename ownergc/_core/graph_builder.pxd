@@ -7,6 +7,9 @@ cdef extern from "Python.h":
     # Objects that hold no container the collector must see (strings, flags,
     # untracked nodes) are taken out of the cyclic GC's lists (issue 19).
     void PyObject_GC_UnTrack(object)
+    # Sets a slot of an OwnerReference as object.__setattr__ does (its frozen
+    # dataclass __init__, skipped on the hot path).
+    int PyObject_GenericSetAttr(object, object, object) except -1
 
 cdef class _Parsed:
     cdef readonly object ref
@@ -24,6 +27,8 @@ cdef class GraphBuilder:
     cdef public object attempt_to_orphan
     cdef public object events
 
+    # (a C call from process_list; the same method from Python)
+    cpdef Node process_upsert(self, object obj, str api_version, str kind, object old_obj=*)
     cdef tuple _parse_owner_references(self, object raw)
     cdef _Parsed _parsed(self, object entry)
     cdef Node _observe(self, Node node, object observed)
@@ -31,3 +36,5 @@ cdef class GraphBuilder:
     cdef _remove_node(self, Node node, tuple key)
 
 cdef set _dependents_of_one(Node node)
+cdef object _new_owner_reference(str api_version, str kind, str name, str uid, object controller, object block)
+cdef _Parsed _new_parsed(object ref)

@@ -31,6 +31,7 @@ the real owner ever being marked absent for its valid dependents.
 
 from __future__ import annotations
 
+import gc
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -84,6 +85,7 @@ class _Parsed:
 
     Compiled, an extension type the cyclic garbage collector does not track,
     and neither the reference nor its tuple: they hold only strings and flags.
+    Made by :func:`_new_parsed`.
     """
 
     __slots__ = ("api_version", "block", "controller", "kind", "name", "owners", "ref", "uid")
@@ -97,19 +99,69 @@ class _Parsed:
     kind: str
     api_version: str
 
-    def __init__(self, ref: OwnerReference) -> None:
-        owners = (ref,)
-        if cython.compiled:
-            PyObject_GC_UnTrack(ref)  # type: ignore[name-defined]  # noqa: F821
-            PyObject_GC_UnTrack(owners)  # type: ignore[name-defined]  # noqa: F821
-        self.ref = ref
-        self.owners = owners
-        self.controller = ref.controller
-        self.block = ref.block_owner_deletion
-        self.uid = ref.uid
-        self.name = ref.name
-        self.kind = ref.kind
-        self.api_version = ref.api_version
+
+_new_object = object.__new__
+#: OwnerReference's slots, set as its frozen dataclass __init__ sets them (pure).
+_set_owner_fields = tuple(
+    vars(OwnerReference)[f].__set__
+    for f in ("api_version", "kind", "name", "uid", "controller", "block_owner_deletion")
+)
+
+
+def _new_owner_reference(
+    api_version: str, kind: str, name: str, uid: str, controller: Any, block: Any
+) -> OwnerReference:
+    """``OwnerReference(...)`` of values already checked, without the frozen dataclass's
+    ``__init__`` (a Python call setting each field through ``object.__setattr__``:
+    most of the cost of an owner's first dependent)."""
+    ref: OwnerReference = _new_object(OwnerReference)
+    if cython.compiled:  # (the slots set in C, as object.__setattr__ sets them)
+        PyObject_GenericSetAttr(ref, "api_version", api_version)  # type: ignore[name-defined]  # noqa: F821
+        PyObject_GenericSetAttr(ref, "kind", kind)  # type: ignore[name-defined]  # noqa: F821
+        PyObject_GenericSetAttr(ref, "name", name)  # type: ignore[name-defined]  # noqa: F821
+        PyObject_GenericSetAttr(ref, "uid", uid)  # type: ignore[name-defined]  # noqa: F821
+        PyObject_GenericSetAttr(ref, "controller", controller)  # type: ignore[name-defined]  # noqa: F821
+        PyObject_GenericSetAttr(ref, "block_owner_deletion", block)  # type: ignore[name-defined]  # noqa: F821
+    else:
+        s_av, s_kind, s_name, s_uid, s_controller, s_block = _set_owner_fields
+        s_av(ref, api_version)
+        s_kind(ref, kind)
+        s_name(ref, name)
+        s_uid(ref, uid)
+        s_controller(ref, controller)
+        s_block(ref, block)
+    return ref
+
+
+@cython.locals(parsed=_Parsed)
+def _new_parsed(ref: OwnerReference) -> _Parsed:
+    """``_Parsed(ref)`` without a call to ``__init__`` (compiled: the struct filled in)."""
+    parsed = _Parsed.__new__(_Parsed)
+    owners = (ref,)
+    if cython.compiled:
+        PyObject_GC_UnTrack(ref)  # type: ignore[name-defined]  # noqa: F821
+        PyObject_GC_UnTrack(owners)  # type: ignore[name-defined]  # noqa: F821
+    uid, name, kind, api_version = ref.uid, ref.name, ref.kind, ref.api_version
+    if cython.compiled and not (
+        type(uid) is str and type(name) is str and type(kind) is str and type(api_version) is str
+    ):
+        # Compiled, these four are typed str: a str subclass, which from_dict takes, is
+        # kept by its value (they are only compared, and the uid looked up).
+        uid, name, kind, api_version = (
+            str.__str__(uid),
+            str.__str__(name),
+            str.__str__(kind),
+            str.__str__(api_version),
+        )
+    parsed.ref = ref
+    parsed.owners = owners
+    parsed.controller = ref.controller
+    parsed.block = ref.block_owner_deletion
+    parsed.uid = uid
+    parsed.name = name
+    parsed.kind = kind
+    parsed.api_version = api_version
+    return parsed
 
 
 #: An identity as the absent-owner cache keys it: (apiVersion, kind, name, uid,
@@ -491,13 +543,19 @@ class GraphBuilder:
                     ):
                         hit = None
             owners = hit.owners if hit is not None else self._parse_owner_references(raw_refs)
+        graph = self._graph
+        owner = graph.get(hit.uid) if hit is not None else None
         namespace = meta.get("namespace") or None
         if namespace is not None:
             if type(namespace) is not str:
                 raise InvalidObject(f"metadata.namespace must be a string, got {namespace!r}")
-            # A cluster has few namespaces and every decoded body its own copy of
-            # the name: keep one string per namespace.
-            namespace = self._namespaces.setdefault(namespace, namespace)
+            if owner is not None and owner.namespace == namespace:
+                # a sibling in its owner's namespace: the owner's string
+                namespace = owner.namespace
+            else:
+                # A cluster has few namespaces and every decoded body its own copy of
+                # the name: keep one string per namespace.
+                namespace = self._namespaces.setdefault(namespace, namespace)
         being_deleted = meta.get("deletionTimestamp") is not None
         raw_finalizers = meta.get("finalizers")
         if raw_finalizers:
@@ -508,7 +566,6 @@ class GraphBuilder:
             finalizers = ()
         rv = meta.get("resourceVersion")
 
-        graph = self._graph
         node = graph.get(uid)
         if node is None and old_obj is FROM_GRAPH and not being_deleted:
             # The common case, an object first seen alive: no transition to check
@@ -532,7 +589,8 @@ class GraphBuilder:
                     # _add_dependent_to_owners, inlined for one owner already observed in
                     # this namespace under these coordinates and not deleting dependents
                     # (nothing to flag or enqueue: the set just gains the node).
-                    owner = graph.get(hit.uid)
+                    if owner is None:  # (looked up again: the object may own itself)
+                        owner = graph.get(hit.uid)
                     if (
                         owner is not None
                         and owner.namespace == namespace
@@ -568,21 +626,35 @@ class GraphBuilder:
         find what vanished, see :meth:`vanished`) and the objects refused
         with their errors (an object refused does not stop the list, as a
         monitor logs and goes on).
+
+        The cyclic garbage collector is paused while the list is applied (and
+        resumed after, if it ran before): the graph holds no garbage cycle for
+        it to find, and with the pure core every node is an object it tracks,
+        so a list of 100,000 objects otherwise costs hundreds of collections,
+        each over the nodes already made (docs/performance.md). Its thresholds
+        are not touched; the collection the list's allocations call for runs at
+        the next allocation after it.
         """
         seen: set[str] = set()
         refused: list[tuple[Mapping[str, Any], Exception]] = []
-        upsert = self.process_upsert
-        for obj in objs:
-            try:
-                seen.add(upsert(obj, api_version, kind).uid)
-            except Exception as exc:
-                refused.append((obj, exc))
+        paused = gc.isenabled()
+        if paused:
+            gc.disable()
+        try:
+            for obj in objs:
                 try:
-                    uid = metadata_of(obj).get("uid")
-                except InvalidObject:
-                    uid = None
-                if isinstance(uid, str):
-                    seen.add(uid)
+                    seen.add(self.process_upsert(obj, api_version, kind).uid)
+                except Exception as exc:
+                    refused.append((obj, exc))
+                    try:
+                        uid = metadata_of(obj).get("uid")
+                    except InvalidObject:
+                        uid = None
+                    if isinstance(uid, str):
+                        seen.add(uid)
+        finally:
+            if paused:
+                gc.enable()
         return seen, refused
 
     def vanished(self, api_version: str, kind: str, seen: set[str]) -> list[ObjectReference]:
@@ -685,21 +757,44 @@ class GraphBuilder:
     @cython.locals(plain=dict, hit=_Parsed)
     def _parsed(self, entry: Any) -> _Parsed:
         cache = self._ref_cache
+        ref: OwnerReference | None = None
         if type(entry) is dict:
             plain = entry
-            found = cache.get(plain.get("uid"))  # type: ignore[arg-type]
+            uid = plain.get("uid")
+            controller = plain.get("controller")
+            block = plain.get("blockOwnerDeletion")
+            name = plain.get("name")
+            kind = plain.get("kind")
+            api_version = plain.get("apiVersion")
+            found = cache.get(uid)  # type: ignore[arg-type]
             if found is not None:
                 hit = found
                 if (
                     # == takes True for 1; the parse would not (booleans only): `is`
-                    plain.get("controller") is hit.controller
-                    and plain.get("blockOwnerDeletion") is hit.block
-                    and plain.get("name") == hit.name
-                    and plain.get("kind") == hit.kind
-                    and plain.get("apiVersion") == hit.api_version
+                    controller is hit.controller
+                    and block is hit.block
+                    and name == hit.name
+                    and kind == hit.kind
+                    and api_version == hit.api_version
                 ):
                     return hit
-        hit = _Parsed(OwnerReference.from_dict(entry))
+            if (
+                # OwnerReference.from_dict's checks, passed (else it raises its error)
+                type(api_version) is str
+                and type(kind) is str
+                and type(name) is str
+                and type(uid) is str
+                and api_version
+                and kind
+                and name
+                and uid
+                and (controller is None or type(controller) is bool)
+                and (block is None or type(block) is bool)
+            ):
+                ref = _new_owner_reference(api_version, kind, name, uid, controller, block)
+        if ref is None:
+            ref = OwnerReference.from_dict(entry)
+        hit = _new_parsed(ref)
         if len(cache) >= _REF_CACHE_SIZE:
             cache.clear()
         cache[hit.uid] = hit

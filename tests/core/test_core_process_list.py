@@ -8,7 +8,10 @@ report the uids it saw so the caller can find what vanished.
 
 from __future__ import annotations
 
+import gc
 from typing import Any
+
+import pytest
 
 from ownergc import GraphBuilder, ObjectReference
 from tests.core.core_factories import graph_shape, ident, obj, ref, uids
@@ -73,3 +76,34 @@ def test_vanished_names_observed_nodes_of_the_resource_the_list_did_not_show() -
         ObjectReference("apps/v1", "ReplicaSet", "rs", "rs")
     ]
     assert b.vanished("v1", "Pod", {"a", "b", "c"}) == []
+
+
+def test_the_cyclic_gc_is_paused_during_a_list_and_left_as_it_was() -> None:
+    """The collector is off while the list is applied and back as it was after it, also
+    when the list itself fails (an iterator raising) and when it was off before."""
+    states: list[bool] = []
+
+    def listed(fail: bool) -> Any:
+        states.append(gc.isenabled())
+        yield obj("a")
+        states.append(gc.isenabled())
+        if fail:
+            raise RuntimeError("the list broke off")
+        yield obj("b")
+
+    was = gc.isenabled()
+    try:
+        gc.enable()
+        GraphBuilder().process_list(listed(False), "v1", "Pod")
+        assert states == [False, False] and gc.isenabled()
+        with pytest.raises(RuntimeError):
+            GraphBuilder().process_list(listed(True), "v1", "Pod")
+        assert gc.isenabled()
+        gc.disable()
+        GraphBuilder().process_list(listed(False), "v1", "Pod")
+        assert not gc.isenabled()
+    finally:
+        if was:
+            gc.enable()
+        else:
+            gc.disable()

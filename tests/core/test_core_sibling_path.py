@@ -9,11 +9,12 @@ the full rules see, for the first dependent of an owner and for its siblings.
 
 from __future__ import annotations
 
+from dataclasses import FrozenInstanceError
 from typing import Any
 
 import pytest
 
-from ownergc import GraphBuilder
+from ownergc import GraphBuilder, OwnerReference
 from ownergc.errors import InvalidOwnerReference
 from tests.core.core_factories import FG, name_for, obj, ref, uids, upsert
 
@@ -110,3 +111,83 @@ def test_siblings_of_a_virtual_owner_in_their_namespace_are_not_flagged() -> Non
         assert b.drain() == ([], [], [], [])
     assert b.uid_to_node["o"].virtual
     assert {d.uid for d in b.uid_to_node["o"].dependents} == set(SIBLINGS)
+
+
+class _Str(str):
+    """A str subclass: OwnerReference.from_dict takes it; the builder's own check does not."""
+
+
+_GOOD_ENTRY = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "o-name", "uid": "o"}
+
+
+def _add_with_entry(entry: Any) -> Any:
+    """The first dependent of owner ``o`` (observed), its reference given as ``entry``."""
+    body = obj("d1")
+    body["metadata"]["ownerReferences"] = [entry]
+    b = GraphBuilder()
+    _add_owner(b, name="o-name")
+    node = b.process_upsert(body, "v1", "Pod")
+    b.uid_to_node.check_invariants()
+    return node
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        _GOOD_ENTRY,
+        {**_GOOD_ENTRY, "controller": True, "blockOwnerDeletion": False},
+        {**_GOOD_ENTRY, "controller": None, "blockOwnerDeletion": None, "extra": 1},
+        {**_GOOD_ENTRY, "name": _Str("o-name"), "kind": _Str("ReplicaSet")},
+    ],
+)
+def test_an_owners_first_dependent_parses_its_reference_as_from_dict(entry: Any) -> None:
+    """The builder parses a new owner's reference itself (issue 19); it must be the
+    reference ``OwnerReference.from_dict`` makes, field for field and type for type."""
+    dep = _add_with_entry(dict(entry))
+    (got,) = dep.owners
+    want = OwnerReference.from_dict(entry)
+    assert got == want and hash(got) == hash(want)
+    fields = ("api_version", "kind", "name", "uid", "controller", "block_owner_deletion")
+    assert [type(getattr(got, f)) for f in fields] == [type(getattr(want, f)) for f in fields]
+    with pytest.raises(FrozenInstanceError):
+        got.name = "other"
+
+
+def test_a_str_subclass_in_a_reference_to_an_unobserved_owner_is_taken_as_pure_takes_it() -> None:
+    entry = {**_GOOD_ENTRY, "name": _Str("o-name"), "kind": _Str("ReplicaSet")}
+    body = obj("d1")
+    body["metadata"]["ownerReferences"] = [entry]
+    b = GraphBuilder()
+    b.process_upsert(body, "v1", "Pod")
+    virtual = b.uid_to_node["o"]
+    assert virtual.virtual and virtual.identity.name == "o-name"
+    assert type(virtual.name) is _Str
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"controller": 1},
+        {"blockOwnerDeletion": "yes"},
+        {"name": ""},
+        {"kind": None},
+        {"uid": 7},
+        {"apiVersion": b"apps/v1"},
+    ],
+)
+def test_an_owners_first_dependent_refuses_what_from_dict_refuses(change: Any) -> None:
+    entry = {**_GOOD_ENTRY, **change}
+    with pytest.raises(InvalidOwnerReference) as expected:
+        OwnerReference.from_dict(entry)
+    with pytest.raises(InvalidOwnerReference) as got:
+        _add_with_entry(entry)
+    assert str(got.value) == str(expected.value)
+
+
+def test_an_owners_first_dependent_missing_a_field_is_refused_as_from_dict_refuses() -> None:
+    entry = {k: v for k, v in _GOOD_ENTRY.items() if k != "name"}
+    with pytest.raises(InvalidOwnerReference) as expected:
+        OwnerReference.from_dict(entry)
+    with pytest.raises(InvalidOwnerReference) as got:
+        _add_with_entry(entry)
+    assert str(got.value) == str(expected.value)
