@@ -55,6 +55,11 @@ from ownergc.protocols import APIResource, BatchLister, JSONDict, ObjectStore, W
 
 __all__ = ["DependencyGraphBuilder", "EventRecorder"]
 
+
+def _list_order(res: APIResource) -> tuple[bool, str]:
+    """Monitors start the core group's resources first, then by name."""
+    return res.group != "", str(res)
+
 log = logging.getLogger("ownergc.controller")
 
 #: Writes one OwnerRefInvalidNamespace event as an Event object of the given resource.
@@ -182,7 +187,10 @@ class DependencyGraphBuilder:
                 mon.scope.cancel()
                 del self.monitors[res]
         assert self._tg is not None
-        for res in sorted(deletable - self.monitors.keys(), key=str):
+        # The core group first: its collections (pods, events, configmaps, secrets)
+        # are the biggest in most clusters, and the longest lists should start
+        # first, while the client's token bucket still has its burst.
+        for res in sorted(deletable - self.monitors.keys(), key=_list_order):
             self.mapper.add(res)
             scope = anyio.CancelScope()
             mon = Monitor(res, scope)

@@ -228,6 +228,7 @@ class KubeStore(AsyncResource):
         list_concurrency: int = 4,
         protobuf_lists: bool | None = None,
         rate_limiter: TokenBucket | None = None,
+        discovery_rate_limiter: TokenBucket | None = None,
         owns_client: bool = True,
         sleep: Callable[[float], Awaitable[None]] | None = None,
     ) -> None:
@@ -236,6 +237,10 @@ class KubeStore(AsyncResource):
         #: How Retry-After delays are waited out (injectable so tests need no wall clock).
         self._sleep = sleep or anyio.sleep
         self.rate_limiter = rate_limiter or TokenBucket(qps, burst)
+        #: Discovery has a bucket of its own, as kube-controller-manager's
+        #: "controller-discovery" client has its own limiter: the twenty-odd
+        #: discovery requests of a start-up do not spend the burst the lists need.
+        self.discovery_rate_limiter = discovery_rate_limiter or TokenBucket(qps, burst)
         self.request_timeout = request_timeout
         self.max_retries = max_retries
         self.max_retry_after = max_retry_after
@@ -395,7 +400,8 @@ class KubeStore(AsyncResource):
                 # As client-go: a watch (a stream) takes no token. It is one long
                 # request, and throttling it only delays the stream a monitor
                 # waits on; at start-up it was half of the requests in the bucket.
-                await self.rate_limiter.acquire()
+                bucket = self.discovery_rate_limiter if verb == "discovery" else self.rate_limiter
+                await bucket.acquire()
             self._counts[verb] += 1
             headers = {"Accept": accept}
             if data is not None:

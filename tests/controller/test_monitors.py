@@ -246,3 +246,30 @@ async def test_a_list_applied_in_one_call_refuses_a_bad_object_and_goes_on() -> 
     assert "uid-gone" not in gc.uid_to_node  # vanished from the list: deleted
     assert [node.uid for node in gb.attempt_to_delete._queue] == ["uid-dep"]
     assert mon.resource_version == "3"
+
+
+def test_monitors_start_with_the_core_group() -> None:
+    """The core group's collections (pods, events, configmaps, secrets) are the
+    biggest in most clusters: their lists start first, while the token bucket
+    still has its burst (kube-controller-manager starts them in map order)."""
+    from ownergc.controller._graph_builder import _list_order
+    from ownergc.protocols import APIResource
+
+    def resource(group: str, name: str) -> APIResource:
+        return APIResource(group=group, version="v1", resource=name, kind=name, namespaced=True)
+
+    found = [
+        resource("apps", "deployments"),
+        resource("", "pods"),
+        resource("admissionregistration.k8s.io", "webhooks"),
+        resource("", "configmaps"),
+        resource("batch", "jobs"),
+    ]
+    ordered = [(r.group, r.resource) for r in sorted(found, key=_list_order)]
+    assert ordered == [
+        ("", "configmaps"),
+        ("", "pods"),
+        ("admissionregistration.k8s.io", "webhooks"),
+        ("apps", "deployments"),
+        ("batch", "jobs"),
+    ]

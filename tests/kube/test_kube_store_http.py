@@ -566,3 +566,20 @@ async def test_request_counts_match_the_server(
     assert counts["patch"] == 1 and counts["delete"] == 1
     assert counts["discovery"] >= 2
     assert kube.requests_total == sum(counts.values())
+
+
+async def test_discovery_has_a_bucket_of_its_own(server: KubeAPIServer, mem: InMemoryStore) -> None:
+    """As kube-controller-manager's "controller-discovery" client has its own rate
+    limiter: a start-up's discovery requests do not spend the lists' burst."""
+    t = FakeTime()
+    lists = TokenBucket(10, 2, clock=t.clock, sleep=t.sleep)
+    discovery = TokenBucket(10, 2, clock=t.clock, sleep=t.sleep)
+    async with kube_store_for(server, rate_limiter=lists, discovery_rate_limiter=discovery) as kube:
+        await kube.discover()
+        assert discovery.throttled > 0 and lists.throttled == 0
+        r = res(mem, "v1", "ConfigMap")
+        await kube.list(r)
+        await kube.list(r)
+        assert lists.throttled == 0  # the burst of two was still whole
+        await kube.list(r)
+        assert lists.throttled == 1
