@@ -309,12 +309,15 @@ class OwnerCache:
         """Which namespace holds an object of ``resource`` with ``uid`` (one cached list).
 
         Only asked when the owner is not where the collector looks, to tell the
-        cross-namespace incident from a missing owner.
+        cross-namespace incident from a missing owner. The list comes from the
+        apiserver's watch cache (one answer, as the collector's monitors list): a
+        consistent list of a big collection is hundreds of pages from etcd and
+        took longer than the check's deadline on 100k ConfigMaps.
         """
 
         async def fetch() -> dict[str, str]:
             self.metrics.lookups["list"] += 1
-            listed = await self.store.list(resource, metadata_only=True)
+            listed = await self.store.list(resource, metadata_only=True, consistent=False)
             out = {}
             for item in listed.items:
                 meta = item.get("metadata") or {}

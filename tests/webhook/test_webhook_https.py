@@ -284,3 +284,31 @@ async def test_fail_closed_refuses(tmp_path: Path) -> None:
         response = await hook.post(review([ref(LOCAL_UID)]))
         assert response["allowed"] is False
         assert "failing closed" in response["status"]["message"]
+
+
+class ListRecorder:
+    """The store, with every list's keyword arguments recorded."""
+
+    def __init__(self, inner: InMemoryStore) -> None:
+        self.inner = inner
+        self.lists: list[dict[str, Any]] = []
+
+    async def list(self, resource: Any, **options: Any) -> Any:
+        self.lists.append(options)
+        return await self.inner.list(resource, **options)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+async def test_the_cross_namespace_lookup_lists_from_the_watch_cache(tmp_path: Path) -> None:
+    """Telling the cross-namespace incident from a missing owner lists the owner's
+    kind once: from the apiserver's watch cache (one answer), as the collector's
+    monitors do. A consistent list of 100k ConfigMaps, hundreds of pages from etcd,
+    outran the check's 2 s deadline against a real apiserver and failed open."""
+    store = ListRecorder(memory_store())
+    async for hook in start(tmp_path, store, mode="deny"):
+        response = await hook.post(review([ref()]))
+        assert response["allowed"] is False
+        assert "[cross-namespace-owner]" in response["status"]["message"]
+    assert store.lists and all(options.get("consistent") is False for options in store.lists)
