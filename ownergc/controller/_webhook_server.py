@@ -18,7 +18,6 @@ import asyncio
 import contextlib
 import datetime
 import ipaddress
-import json
 import logging
 import ssl
 from collections.abc import Callable
@@ -38,14 +37,9 @@ from ownergc._kit.http import (
     PlainRequest,
     next_plain_request,
 )
+from ownergc._kit.jsonio import dumps, loads
 from ownergc._kit.prometheus import CONTENT_TYPE
 from ownergc.controller._webhook import AdmissionChecker
-
-_orjson: Any
-try:
-    import orjson as _orjson
-except ImportError:  # pragma: no cover - orjson comes with the kube extra
-    _orjson = None
 
 __all__ = [
     "CertPaths",
@@ -76,11 +70,11 @@ class WebhookApp:
         route = path.partition("?")[0]
         if route in ("/validate", "/") and method == "POST":
             try:
-                review = _loads(body)
+                review = loads(body)
                 answer = await self.checker.review(review)
             except (ValueError, AttributeError) as exc:
                 return 400, b"text/plain; charset=utf-8", f"bad AdmissionReview: {exc}\n".encode()
-            return 200, _JSON, _dumps(answer)
+            return 200, _JSON, dumps(answer)
         if method not in ("GET", "HEAD"):
             return 405, b"text/plain; charset=utf-8", b"method not allowed\n"
         if route == "/healthz":
@@ -91,28 +85,6 @@ class WebhookApp:
         if route == "/metrics":
             return 200, CONTENT_TYPE.encode(), self.checker.metrics.render().encode()
         return 404, b"text/plain; charset=utf-8", b"not found\n"
-
-
-def _loads(body: bytes) -> Any:
-    """JSON in: orjson where installed; what it refuses (or a bad body, for the error
-    message) goes through the standard library, so what is accepted does not change."""
-    if _orjson is not None:
-        try:
-            return _orjson.loads(body)
-        except ValueError:
-            pass
-    return json.loads(body)
-
-
-def _dumps(answer: Any) -> bytes:
-    """JSON out: orjson where installed (compact), else the standard library."""
-    if _orjson is not None:
-        try:
-            out: bytes = _orjson.dumps(answer)
-            return out
-        except TypeError:
-            pass
-    return json.dumps(answer).encode()
 
 
 Handler = Callable[[str, str, bytes], Any]

@@ -40,6 +40,7 @@ from urllib.parse import urlsplit
 import anyio
 import anyio.abc
 
+from ownergc._kit.jsonio import loads
 from ownergc.errors import APIError, BadRequest, Forbidden, ServerError
 from ownergc.protocols import JSONDict
 
@@ -73,23 +74,6 @@ _EXEMPT: Final = frozenset(
     }
 )
 DEFAULT_TIMEOUT: Final = 10
-
-_orjson: Any
-try:
-    import orjson as _orjson
-except ImportError:  # pragma: no cover - orjson comes with the kube extra
-    _orjson = None
-
-
-def _decode(answer: bytes) -> Any:
-    """A webhook's answer: orjson where installed; what it refuses goes through the
-    standard library (which accepts a little more), so what is accepted is the same."""
-    if _orjson is not None:
-        try:
-            return _orjson.loads(answer)
-        except ValueError:
-            pass
-    return json.loads(answer)
 
 
 @dataclass(frozen=True)
@@ -473,7 +457,7 @@ class WebhookAdmission:
         if status != 200:
             raise CallFailed(f"expected response code 200 from {url!r}, got {status}")
         try:
-            review = _decode(answer)
+            review = loads(answer)
             response = review["response"]
         except (ValueError, KeyError, TypeError):
             raise CallFailed("the answer is not an AdmissionReview with a response") from None
