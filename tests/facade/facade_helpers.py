@@ -115,3 +115,34 @@ class Kubectl:
         path = self.workdir / name
         path.write_text(text)
         return str(path)
+
+
+#: What a real kube-apiserver 1.24 answered (server-side apply, dry run, discovery).
+REAL_124 = Path(__file__).resolve().parents[1] / "data" / "real-apiserver-1.24"
+
+
+def recorded_exchanges() -> list[dict[str, Any]]:
+    return list(json.loads((REAL_124 / "ssa-dryrun-exchanges.json").read_text()))
+
+
+def recorded_exchange(path_part: str) -> dict[str, Any]:
+    """The first recorded exchange whose request path contains ``path_part``."""
+    return next(e for e in recorded_exchanges() if path_part in e["request"]["path"])
+
+
+def recorded_discovery() -> dict[str, Any]:
+    return dict(json.loads((REAL_124 / "discovery.json").read_text()))
+
+
+def body_shape(value: Any) -> Any:
+    """Keys and value types, recursively: what 'the same body shape' compares."""
+    if isinstance(value, dict):
+        return {k: body_shape(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [body_shape(v) for v in value]
+    return type(value).__name__
+
+
+def create_namespace(server: KubeAPIServer, name: str) -> None:
+    body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+    assert request(server, "POST", "/api/v1/namespaces", body).status == 201

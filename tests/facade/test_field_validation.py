@@ -7,40 +7,12 @@ body's order; ``Warn`` sends ``Warning: 299 - "unknown field ..."``).
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 from ownergc_backends.memory.http import KubeAPIServer
-from tests.facade.facade_helpers import request
-
-FIXTURES = Path(__file__).resolve().parents[1] / "data" / "real-apiserver-1.24"
-
-
-def _exchanges() -> list[dict[str, Any]]:
-    return list(json.loads((FIXTURES / "ssa-dryrun-exchanges.json").read_text()))
-
-
-def _exchange(path_part: str) -> dict[str, Any]:
-    return next(e for e in _exchanges() if path_part in e["request"]["path"])
-
-
-def _discovery() -> dict[str, Any]:
-    return dict(json.loads((FIXTURES / "discovery.json").read_text()))
-
-
-def _shape(value: Any) -> Any:
-    """Keys and value types, recursively: what 'the same body shape' compares."""
-    if isinstance(value, dict):
-        return {k: _shape(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_shape(v) for v in value]
-    return type(value).__name__
-
-
-def _namespace(server: KubeAPIServer, name: str) -> None:
-    body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-    assert request(server, "POST", "/api/v1/namespaces", body).status == 201
+from tests.facade.facade_helpers import (
+    request,
+)
 
 
 def _deployment(name: str, replicas: int = 1) -> dict[str, Any]:

@@ -8,43 +8,15 @@ apiserver words it, and the official client's scale calls.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ownergc_backends.memory.http import KubeAPIServer
-from tests.facade.facade_helpers import request
-
-FIXTURES = Path(__file__).resolve().parents[1] / "data" / "real-apiserver-1.24"
-
-
-def _exchanges() -> list[dict[str, Any]]:
-    return list(json.loads((FIXTURES / "ssa-dryrun-exchanges.json").read_text()))
-
-
-def _exchange(path_part: str) -> dict[str, Any]:
-    return next(e for e in _exchanges() if path_part in e["request"]["path"])
-
-
-def _discovery() -> dict[str, Any]:
-    return dict(json.loads((FIXTURES / "discovery.json").read_text()))
-
-
-def _shape(value: Any) -> Any:
-    """Keys and value types, recursively: what 'the same body shape' compares."""
-    if isinstance(value, dict):
-        return {k: _shape(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_shape(v) for v in value]
-    return type(value).__name__
-
-
-def _namespace(server: KubeAPIServer, name: str) -> None:
-    body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-    assert request(server, "POST", "/api/v1/namespaces", body).status == 201
-
+from tests.facade.facade_helpers import (
+    recorded_discovery,
+    request,
+)
 
 # ---------------------------------------------------------------- reviews
 
@@ -104,7 +76,7 @@ def test_a_review_without_attributes_is_invalid(server: KubeAPIServer) -> None:
 def test_review_kinds_are_in_discovery_as_the_real_server_lists_them(
     server: KubeAPIServer,
 ) -> None:
-    real = _discovery()["/apis/authorization.k8s.io/v1"]["resources"]
+    real = recorded_discovery()["/apis/authorization.k8s.io/v1"]["resources"]
     served = request(server, "GET", "/apis/authorization.k8s.io/v1").json()["resources"]
     key = ("name", "namespaced", "kind", "verbs")
     assert sorted(tuple(str(r[k]) for k in key) for r in served) == sorted(
@@ -185,7 +157,11 @@ def test_scale_of_every_builtin_workload_reads_and_writes(
 
 def test_scale_is_in_discovery_as_the_real_server_lists_it(server: KubeAPIServer) -> None:
     for gv in ("/apis/apps/v1", "/api/v1"):
-        real = {r["name"]: r for r in _discovery()[gv]["resources"] if r["name"].endswith("/scale")}
+        real = {
+            r["name"]: r
+            for r in recorded_discovery()[gv]["resources"]
+            if r["name"].endswith("/scale")
+        }
         served = {
             r["name"]: r
             for r in request(server, "GET", gv).json()["resources"]
