@@ -232,16 +232,7 @@ class ListItemStream:
                 return
             del buf[:used]
             self._list_left -= used
-            self.batches += 1
-            if self.on_items is None:
-                self.items.extend(items)
-                return
-            try:
-                self.on_items(items)
-            except Exception as exc:  # the consumer's failure, not the answer's
-                self.error = exc
-                self._buf = bytearray()
-            del items
+            self._hand_over(items)
 
     def _find_boundary(self) -> bool:
         buf = self._buf
@@ -281,16 +272,19 @@ class ListItemStream:
             items = cast(Items, _ITEMS_DECODER.decode(batch))
             del batch
             del buf[: cut + 2]  # the items and the comma after the last one
-            self.batches += 1
-            if self.on_items is None:
-                self.items.extend(items)
-                return
-            try:
-                self.on_items(items)
-            except Exception as exc:  # the consumer's failure, not the answer's
-                self.error = exc
-                self._buf = bytearray()
-            del items
+            self._hand_over(items)
+
+    def _hand_over(self, items: Items) -> None:
+        """A decoded batch to ``on_items`` (or kept); called with the collector paused."""
+        self.batches += 1
+        if self.on_items is None:
+            self.items.extend(items)
+            return
+        try:
+            self.on_items(items)
+        except Exception as exc:  # the consumer's failure, not the answer's
+            self.error = exc
+            self._buf = bytearray()
 
     def _fail(self, why: str) -> None:
         log.info("a list answer could not be decoded as it arrived (%s); reading it whole", why)

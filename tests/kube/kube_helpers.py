@@ -8,15 +8,22 @@ the InMemoryStore directly.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import ssl
 import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 from ownergc.controller import GarbageCollector
 from ownergc_backends.kube import KubeStore
 from ownergc_backends.memory import InMemoryStore
 from ownergc_backends.memory.http import KubeAPIServer, StoreWrapper, serve_in_background
+
+#: The test certificates (server, client, CA): tests/data/tls.
+TLS = Path(__file__).resolve().parents[1] / "data" / "tls"
 
 
 @asynccontextmanager
@@ -69,3 +76,34 @@ async def settle_over_http(
 
     store = store if store is not None else _served_store.get(gc)
     await settle(gc, timeout * 2, store=store, quiet=0.25)
+
+
+@contextlib.asynccontextmanager
+async def tls_in_front_of(port: int, *, client_ca: Path | None = None) -> AsyncIterator[int]:
+    """A TLS terminator (tests/data/tls/server.crt: 127.0.0.1, kubernetes.default)
+    forwarding to ``port``; with ``client_ca`` it requires a client certificate."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(TLS / "server.crt", TLS / "server.key")
+    if client_ca is not None:
+        context.load_verify_locations(client_ca)
+        context.verify_mode = ssl.CERT_REQUIRED
+
+    async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(ConnectionError, ssl.SSLError):
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        writer.close()
+
+    async def forward(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            writer.close()
+            return
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+    server = await asyncio.start_server(forward, "127.0.0.1", 0, ssl=context)
+    async with server:
+        yield server.sockets[0].getsockname()[1]
+        server.close()

@@ -13,7 +13,6 @@ import base64
 import contextlib
 import gzip
 import os
-import ssl
 import subprocess
 import sys
 import textwrap
@@ -29,7 +28,7 @@ from ownergc.protocols import APIResource
 from ownergc_backends.kube import KubeStore
 from ownergc_backends.kube._http1 import HTTP1Pool, Response, ServerDisconnected, StreamedAnswer
 from ownergc_backends.memory import InMemoryStore
-from tests.kube.kube_helpers import served
+from tests.kube.kube_helpers import served, tls_in_front_of
 
 pytestmark = pytest.mark.anyio
 
@@ -515,33 +514,6 @@ def socket_closed() -> Any:
 
 
 # -- TLS ---------------------------------------------------------------------------------
-
-
-@contextlib.asynccontextmanager
-async def tls_in_front_of(port: int) -> AsyncIterator[int]:
-    """A TLS terminator (tests/data/tls/server.crt) forwarding to ``port``."""
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(TLS / "server.crt", TLS / "server.key")
-
-    async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        with contextlib.suppress(ConnectionError, ssl.SSLError):
-            while data := await reader.read(65536):
-                writer.write(data)
-                await writer.drain()
-        writer.close()
-
-    async def forward(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", port)
-        except OSError:
-            writer.close()
-            return
-        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
-
-    server = await asyncio.start_server(forward, "127.0.0.1", 0, ssl=context)
-    async with server:
-        yield server.sockets[0].getsockname()[1]
-        server.close()
 
 
 def tls_config(server: Any, tls_port: int, ca: str, **cluster: Any) -> dict[str, Any]:

@@ -4,16 +4,13 @@ front of it, tests/data/tls): what each kubeconfig feature makes the client send
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import contextlib
 import json
 import os
 import ssl
 import subprocess
 import sys
 import textwrap
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +23,7 @@ from ownergc_backends.kube._auth import ExecAuth, ExecPlugin
 from ownergc_backends.kube._kubeconfig import in_cluster_config
 from ownergc_backends.memory import InMemoryStore
 from ownergc_backends.memory.http import KubeAPIServer
-from tests.kube.kube_helpers import served
+from tests.kube.kube_helpers import served, tls_in_front_of
 
 pytestmark = pytest.mark.anyio
 
@@ -80,37 +77,6 @@ def sent(server: KubeAPIServer) -> list[str]:
         for entry, said in zip(server.requests, server.request_credentials, strict=True)
         if entry.path.endswith("/configmaps")
     ]
-
-
-@contextlib.asynccontextmanager
-async def tls_in_front_of(port: int, *, client_ca: Path | None = None) -> AsyncIterator[int]:
-    """A TLS terminator (tests/data/tls/server.crt: 127.0.0.1, kubernetes.default)
-    forwarding to ``port``; with ``client_ca`` it requires a client certificate."""
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(TLS / "server.crt", TLS / "server.key")
-    if client_ca is not None:
-        context.load_verify_locations(client_ca)
-        context.verify_mode = ssl.CERT_REQUIRED
-
-    async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        with contextlib.suppress(ConnectionError, ssl.SSLError):
-            while data := await reader.read(65536):
-                writer.write(data)
-                await writer.drain()
-        writer.close()
-
-    async def forward(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", port)
-        except OSError:
-            writer.close()
-            return
-        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
-
-    server = await asyncio.start_server(forward, "127.0.0.1", 0, ssl=context)
-    async with server:
-        yield server.sockets[0].getsockname()[1]
-        server.close()
 
 
 # -- files, merging, contexts -------------------------------------------------------
