@@ -28,7 +28,7 @@ import sys
 import time
 from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from ownergc.errors import Unavailable
 from ownergc_backends.kube._errors import KubeConfigError
@@ -39,6 +39,7 @@ __all__ = [
     "ExecAuth",
     "ExecCredential",
     "ExecPlugin",
+    "NoAuth",
     "StaticAuth",
     "TokenFileAuth",
     "basic_authorization",
@@ -62,17 +63,29 @@ EXPIRY_SKEW: Final = timedelta(seconds=10)
 TOKEN_FILE_PERIOD: Final = 60.0
 
 
-class Auth:
-    """No credentials (the base of every kind)."""
+class Auth(Protocol):
+    """What every kind of credentials answers."""
+
+    async def authorization(self) -> str | None:
+        """The ``Authorization`` header's value (None: send none)."""
+        ...
+
+    def unauthorized(self, sent: str | None) -> None:
+        """The server answered 401 to a request that carried ``sent``."""
+        ...
+
+
+class NoAuth:
+    """No credentials."""
 
     async def authorization(self) -> str | None:
         return None
 
     def unauthorized(self, sent: str | None) -> None:
-        """The server answered 401 to a request that carried ``sent``."""
+        """Nothing to refresh."""
 
 
-class StaticAuth(Auth):
+class StaticAuth:
     """A header value that never changes (a static bearer token, basic auth)."""
 
     def __init__(self, value: str) -> None:
@@ -81,13 +94,16 @@ class StaticAuth(Auth):
     async def authorization(self) -> str | None:
         return self.value
 
+    def unauthorized(self, sent: str | None) -> None:
+        """Nothing to refresh: a static credential stays what it is."""
+
 
 def basic_authorization(username: str, password: str) -> str:
     raw = f"{username}:{password}".encode()
     return "Basic " + base64.b64encode(raw).decode("ascii")
 
 
-class TokenFileAuth(Auth):
+class TokenFileAuth:
     """A bearer token read from a file, read again every ``period`` seconds.
 
     The first read must succeed (client-go fails to build the client otherwise);
@@ -338,7 +354,7 @@ def load_client_certificate(context: ssl.SSLContext, cert_pem: bytes, key_pem: b
         context.load_cert_chain(cert_path, key_path)
 
 
-class ExecAuth(Auth):
+class ExecAuth:
     """Credentials from an exec plugin, fetched again when they expire or a 401 says
     they no longer work."""
 

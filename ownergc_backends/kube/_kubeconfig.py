@@ -36,6 +36,7 @@ from ownergc_backends.kube._auth import (
     Auth,
     ExecAuth,
     ExecPlugin,
+    NoAuth,
     StaticAuth,
     TokenFileAuth,
     basic_authorization,
@@ -84,7 +85,7 @@ class ClientConfig:
         self.tls_server_name = tls_server_name
         self.proxy = proxy
         self.proxy_headers: Mapping[str, str] | None = None
-        self.auth = auth or Auth()
+        self.auth: Auth = auth or NoAuth()
         self.default_headers: dict[str, str] = dict(default_headers or {})
         #: The kubeconfig context it came from (None in a pod or from a dict without one).
         self.context = context

@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
 
-from ownergc_backends.kube._auth import Auth, StaticAuth
+from ownergc_backends.kube._auth import NoAuth, StaticAuth
 from ownergc_backends.kube._http1 import BodySink, HTTP1Pool, Response, StreamedAnswer
 from ownergc_backends.kube._kubeconfig import ClientConfig
 
@@ -81,7 +81,7 @@ class Transport:
             if isinstance(client.auth, StaticAuth):
                 self._static_headers["Authorization"] = client.auth.value
                 self._authorize = None
-            elif type(client.auth) is Auth:
+            elif isinstance(client.auth, NoAuth):
                 self._authorize = None
             proxy, proxy_headers, tls_server_name = (
                 client.proxy,
