@@ -129,8 +129,9 @@ class Conn:
     """One kept-alive HTTPS connection, speaking just enough HTTP/1.1 (a light client:
     the figures should be the server's, and client and server share the cores)."""
 
-    def __init__(self, stream: Any) -> None:
+    def __init__(self, stream: Any, host: str = "localhost") -> None:
         self.stream = stream
+        self.host = host
         self.buffer = b""
 
     @classmethod
@@ -143,7 +144,7 @@ class Conn:
 
     async def post(self, path: str, body: bytes) -> tuple[int, bytes]:
         head = (
-            f"POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+            f"POST {path} HTTP/1.1\r\nHost: {self.host}\r\nContent-Type: application/json\r\n"
             f"Content-Length: {len(body)}\r\n\r\n"
         ).encode()
         await self.stream.send(head + body)

@@ -36,7 +36,6 @@ import json
 import multiprocessing
 import os
 import platform
-import re
 import sys
 import tempfile
 import time
@@ -54,7 +53,7 @@ from ownergc_backends.memory._apiserver.webhookadmission import webhook_admissio
 from ownergc_backends.memory.http import KubeAPIServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from webhook import NAMESPACES, cluster, pct, start
+from webhook import NAMESPACES, Conn, cluster, pct, start
 
 
 class Timed:
@@ -137,44 +136,18 @@ def registration(port: int, ca: Path) -> JSONDict:
     }
 
 
-class RawConn:
-    """One kept-alive HTTP/1.1 connection to the facade, speaking just enough HTTP."""
-
-    def __init__(self, stream: Any, host: str) -> None:
-        self.stream = stream
-        self.host = host
-        self.buffer = b""
-
-    async def post(self, path: str, body: bytes) -> tuple[int, bytes]:
-        head = (
-            f"POST {path} HTTP/1.1\r\nHost: {self.host}\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\n\r\n"
-        ).encode()
-        await self.stream.send(head + body)
-        while b"\r\n\r\n" not in self.buffer:
-            self.buffer += await self.stream.receive()
-        header, _, rest = self.buffer.partition(b"\r\n\r\n")
-        length = int(re.search(rb"(?i)content-length: *(\d+)", header).group(1))  # type: ignore[union-attr]
-        while len(rest) < length:
-            rest += await self.stream.receive()
-        self.buffer = rest[length:]
-        return int(header.split(b" ", 2)[1]), rest[:length]
-
-
 def raw_client(url: str, concurrency: int, waves: int, out: Any) -> None:
     """The creating clients as minimal HTTP/1.1 over kept-alive sockets (their own process)."""
 
     async def run() -> list[float]:
         netloc = url.split("://", 1)[1]
         host, port = netloc.rsplit(":", 1)
-        conns = [
-            RawConn(await anyio.connect_tcp(host, int(port)), netloc) for _ in range(concurrency)
-        ]
+        conns = [Conn(await anyio.connect_tcp(host, int(port)), netloc) for _ in range(concurrency)]
         times: list[float] = []
         for w in range(waves + 1):
             wave: list[float] = []
 
-            async def one(n: int, conn: RawConn, wave: list[float] = wave) -> None:
+            async def one(n: int, conn: Conn, wave: list[float] = wave) -> None:
                 obj = statefulset(n)
                 path = f"/apis/apps/v1/namespaces/{obj['metadata']['namespace']}/statefulsets"
                 body = json.dumps(obj).encode()
