@@ -103,6 +103,11 @@ def _decoded(body: bytes, encoding: str | None) -> bytes:
     raise ValueError(f"unsupported Content-Encoding {encoding!r}")
 
 
+def _chunk_size(buf: bytearray, start: int, end: int) -> int:
+    """A chunk-size line's size (hexadecimal; chunk extensions after ``;`` ignored)."""
+    return int(bytes(buf[start:end]).split(b";", 1)[0].strip(), 16)
+
+
 class _Connection(asyncio.Protocol):
     """One HTTP/1.1 connection; one request in flight at a time."""
 
@@ -298,7 +303,7 @@ class _Connection(asyncio.Protocol):
             eol = buf.find(b"\r\n", pos)
             if eol < 0:
                 return None
-            size = int(bytes(buf[pos:eol]).split(b";", 1)[0].strip(), 16)
+            size = _chunk_size(buf, pos, eol)
             if size == 0:
                 # the last chunk: (trailer lines, none expected, and) an empty line
                 if buf.find(b"\r\n\r\n", eol) < 0:
@@ -345,7 +350,7 @@ class _Connection(asyncio.Protocol):
                         if len(buf) - pos > _MAX_HEAD:
                             raise ValueError("chunk-size line too long")
                         return None
-                    size = int(bytes(buf[pos:eol]).split(b";", 1)[0].strip(), 16)
+                    size = _chunk_size(buf, pos, eol)
                     if size == 0:
                         # the last chunk: (trailer lines, none expected, and) an empty line
                         if buf.find(b"\r\n\r\n", eol) < 0:

@@ -319,7 +319,7 @@ class ListItemStream:
         return version, cont, items
 
 
-def _varint(buf: bytearray, pos: int) -> tuple[int, int] | None:
+def _varint(buf: bytes | bytearray, pos: int) -> tuple[int, int] | None:
     """(value, position after it), or None when the varint is not all here."""
     value = 0
     shift = 0
@@ -335,20 +335,20 @@ def _varint(buf: bytearray, pos: int) -> tuple[int, int] | None:
     return None
 
 
-def _field_head(buf: bytearray) -> tuple[int, int, int] | None:
-    """A length-delimited field's (key, length, size of key and length), or None
-    when its head is not all here."""
-    key_end = _varint(buf, 0)
+def _field_head(buf: bytes | bytearray, start: int = 0) -> tuple[int, int, int] | None:
+    """The field at ``start``: (key, length when length-delimited else 0, size of key
+    and length), or None when its head is not all here."""
+    key_end = _varint(buf, start)
     if key_end is None:
         return None
     key, pos = key_end
     if key & 7 != 2:
-        return key, 0, pos
+        return key, 0, pos - start
     length_end = _varint(buf, pos)
     if length_end is None:
         return None
     length, pos = length_end
-    return key, length, pos
+    return key, length, pos - start
 
 
 def _list_meta(data: bytes) -> tuple[Any, Any]:
@@ -356,15 +356,14 @@ def _list_meta(data: bytes) -> tuple[Any, Any]:
     version: Any = None
     cont: Any = None
     pos = 0
-    buf = bytearray(data)
-    while pos < len(buf):
-        head = _field_head(buf[pos:])
+    while pos < len(data):
+        head = _field_head(data, pos)
         if head is None:
             raise ProtobufError("a truncated ListMeta")
         key, length, size = head
         if key & 7 != 2:
             raise ProtobufError(f"unexpected field {key >> 3} in ListMeta")
-        value = bytes(buf[pos + size : pos + size + length])
+        value = data[pos + size : pos + size + length]
         if key == 0x12:
             version = value.decode()
         elif key == 0x1A:

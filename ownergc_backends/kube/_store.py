@@ -81,11 +81,6 @@ if TYPE_CHECKING:
     import aiohttp
 
 
-def _stream_timeout(total: float | None, connect: float) -> tuple[float | None, float]:
-    """A watch's timeouts: the whole stream's (or None), connecting's."""
-    return total, connect
-
-
 def _loads(data: bytes) -> Any:
     return orjson.loads(data)
 
@@ -385,7 +380,8 @@ class KubeStore(AsyncResource):
     ) -> Response | StreamedAnswer | aiohttp.ClientResponse:
         """Send one request (rate limited unless a watch, retried on Retry-After); return
         its 2xx answer:
-        read whole, or with ``stream`` (the watch's timeouts) as an open aiohttp response;
+        read whole, or with ``stream`` (a watch's timeouts: the whole stream's or None,
+        connecting's) as an answer read as it arrives;
         with ``sink``, its body handed to ``sink`` as it arrives."""
         if self._closed:
             raise RuntimeError("KubeStore is closed")
@@ -791,7 +787,7 @@ class KubeStore(AsyncResource):
                 path,
                 query=query,
                 accept=accept,
-                stream=_stream_timeout(None, self.request_timeout),
+                stream=(None, self.request_timeout),
             )
         except APIError as exc:
             if exc.code in _WATCH_LIST_REFUSED:
@@ -918,7 +914,7 @@ class KubeStore(AsyncResource):
             path,
             query=query,
             accept=OBJECT_ACCEPT if metadata_only else JSON,
-            stream=_stream_timeout(total, self.request_timeout),
+            stream=(total, self.request_timeout),
         )
         assert not isinstance(resp, Response)
         last: Any = None
