@@ -5,7 +5,7 @@
 // calls then shows what the apiserver's side of a call costs on the machine,
 // which no webhook can go below (docs/performance.md, "Admission webhook").
 //
-//	go run ./benchmarks/null_webhook -cert tls.crt -key tls.key -addr 127.0.0.1:19443
+//	go run benchmarks/null_webhook/main.go -cert tls.crt -key tls.key -addr 127.0.0.1:19443
 //
 // -h2 offers HTTP/2 (kube-apiserver then multiplexes its calls on one
 // connection); by default only HTTP/1.1, as `ownergc webhook` serves.
