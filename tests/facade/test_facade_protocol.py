@@ -82,6 +82,32 @@ def test_health_and_version_endpoints(server: KubeAPIServer) -> None:
     assert version["major"] == "1" and version["gitVersion"].startswith("v1.")
 
 
+def test_health_endpoints_answer_verbose_exclude_and_single_checks(server: KubeAPIServer) -> None:
+    # kube-apiserver's health handler: one line per check, excluded ones marked, a
+    # warning for an exclusion that matches no check, then "<endpoint> check passed"
+    # (format checked against a real 1.20 apiserver; 1.27+ adds etcd-readiness).
+    reply = request(server, "GET", "/readyz?verbose&exclude=etcd&exclude=nope")
+    assert reply.status == 200
+    assert reply.body.decode().splitlines() == [
+        "[+]ping ok",
+        "[+]log ok",
+        "[+]etcd excluded: ok",
+        "[+]etcd-readiness ok",
+        "[+]informer-sync ok",
+        "[+]shutdown ok",
+        'warn: some health checks cannot be excluded: no matches for "nope"',
+        "readyz check passed",
+    ]
+    for endpoint in ("livez", "healthz"):
+        lines = request(server, "GET", f"/{endpoint}?verbose").body.decode().splitlines()
+        assert lines == ["[+]ping ok", "[+]log ok", "[+]etcd ok", f"{endpoint} check passed"]
+    for path in ("/readyz/etcd", "/readyz/informer-sync", "/livez/ping", "/healthz/log"):
+        reply = request(server, "GET", path)
+        assert (reply.status, reply.body) == (200, b"ok"), path
+    assert request(server, "GET", "/readyz/no-such-check").status == 404
+    assert request(server, "GET", "/livez/informer-sync").status == 404  # a readyz check only
+
+
 # ---------------------------------------------------------------- discovery
 
 
