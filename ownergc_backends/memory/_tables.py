@@ -262,7 +262,8 @@ def _label_selector(selector: Any) -> str:
 
 
 def _template_containers(template: Any) -> tuple[str, str]:
-    spec = (template or {}).get("spec") or {} if isinstance(template, dict) else {}
+    """A pod template's container names and images, each comma-joined."""
+    spec = (template.get("spec") or {}) if isinstance(template, dict) else {}
     containers = spec.get("containers") or []
     return (
         ",".join(c.get("name", "") for c in containers),
@@ -294,13 +295,15 @@ def _int_or_string(value: Any, missing: str) -> str:
 
 
 def _job_status(obj: JSONDict) -> str:
+    """v1.30's order: being deleted first, then finished, suspended, doomed, running (later
+    releases put Complete and Failed before Terminating)."""
     conditions = _status(obj).get("conditions")
+    if _meta(obj).get("deletionTimestamp"):
+        return "Terminating"
     if _condition_true(conditions, "Complete"):
         return "Complete"
     if _condition_true(conditions, "Failed"):
         return "Failed"
-    if _meta(obj).get("deletionTimestamp"):
-        return "Terminating"
     if _condition_true(conditions, "Suspended"):
         return "Suspended"
     if _condition_true(conditions, "FailureTarget"):

@@ -1159,6 +1159,7 @@ def cells(group: str, version: str, resource: str, kind: str, obj: dict[str, Any
         ([{"type": "Failed", "status": "True"}], False, "Failed"),
         ([{"type": "Suspended", "status": "True"}], False, "Suspended"),
         ([{"type": "Suspended", "status": "True"}], True, "Terminating"),
+        ([{"type": "Complete", "status": "True"}], True, "Terminating"),
         ([{"type": "FailureTarget", "status": "True"}], False, "FailureTarget"),
         ([{"type": "Complete", "status": "False"}], False, "Running"),
     ],
