@@ -742,3 +742,94 @@ _POD_TEMPLATE_COLUMNS = [
     _column("Images", "Images referenced by each container in the template."),
     _column("Pod Labels", "The labels for the pod template."),
 ]
+_FLOW_SCHEMA_COLUMNS = [
+    _NAME,
+    _column(
+        "PriorityLevel",
+        "`name` is the name of the priority level configuration being referenced Required.",
+    ),
+    _column(
+        "MatchingPrecedence",
+        "`matchingPrecedence` is used to choose among the FlowSchemas that match a given "
+        "request. The chosen FlowSchema is among those with the numerically lowest (which we "
+        "take to be logically highest) MatchingPrecedence.  Each MatchingPrecedence value must "
+        "be ranged in [1,10000]. Note that if the precedence is not specified, it will be set "
+        "to 1000 as default.",
+    ),
+    _column(
+        "DistinguisherMethod",
+        "`distinguisherMethod` defines how to compute the flow distinguisher for requests that "
+        "match this schema. `nil` specifies that the distinguisher is disabled and thus will "
+        "always be the empty string.",
+    ),
+    _AGE,
+    _column("MissingPL", "references a broken or non-existent PriorityLevelConfiguration"),
+]
+_PRIORITY_LEVEL_COLUMNS = [
+    _NAME,
+    _column(
+        "Type",
+        "`type` indicates whether this priority level is subject to limitation on request "
+        'execution.  A value of `"Exempt"` means that requests of this priority level are '
+        "not subject to a limit (and thus are never queued) and do not detract from the "
+        'capacity made available to other priority levels.  A value of `"Limited"` means '
+        "that (a) requests of this priority level _are_ subject to limits and (b) some of the "
+        "server's limited capacity is made available exclusively to this priority level. "
+        "Required.",
+    ),
+    _column(
+        "NominalConcurrencyShares",
+        "`assuredConcurrencyShares` (ACS) configures the execution limit, which is a limit on "
+        "the number of requests of this priority level that may be exeucting at a given time.  "
+        "ACS must be a positive number. The server's concurrency limit (SCL) is divided among "
+        "the concurrency-controlled priority levels in proportion to their assured concurrency "
+        "shares. This produces the assured concurrency value (ACV) --- the number of requests "
+        "that may be executing at a time --- for each such priority level:\n\n            "
+        "ACV(l) = ceil( SCL * ACS(l) / ( sum[priority levels k] ACS(k) ) )\n\nbigger numbers "
+        "of ACS mean more reserved concurrent requests (at the expense of every other PL). "
+        "This field has a default value of 30.",
+    ),
+    _column(
+        "Queues",
+        "`queues` is the number of queues for this priority level. The queues exist "
+        "independently at each apiserver. The value must be positive.  Setting it to 1 "
+        "effectively precludes shufflesharding and thus makes the distinguisher method of "
+        "associated flow schemas irrelevant.  This field has a default value of 64.",
+    ),
+    _column(
+        "HandSize",
+        "`handSize` is a small positive number that configures the shuffle sharding of "
+        "requests into queues.  When enqueuing a request at this priority level the request's "
+        "flow identifier (a string pair) is hashed and the hash value is used to shuffle the "
+        "list of queues and deal a hand of the size specified here.  The request is put into "
+        "one of the shortest queues in that hand. `handSize` must be no larger than `queues`, "
+        "and should be significantly smaller (so that a few heavy flows do not saturate most "
+        "of the queues).  See the user-facing documentation for more extensive guidance on "
+        "setting this field.  This field has a default value of 8.",
+    ),
+    _column(
+        "QueueLengthLimit",
+        "`queueLengthLimit` is the maximum number of requests allowed to be waiting in a given "
+        "queue of this priority level at a time; excess requests are rejected.  This value "
+        "must be positive.  If not specified, it will be defaulted to 50.",
+    ),
+    _AGE,
+]
+_CSI_STORAGE_CAPACITY_COLUMNS = [
+    _NAME,
+    _column(
+        "StorageClassName",
+        "The name of the StorageClass that the reported capacity applies to. It must meet the "
+        "same requirements as the name of a StorageClass object (non-empty, DNS subdomain). If "
+        "that object no longer exists, the CSIStorageCapacity object is obsolete and should be "
+        "removed by its creator. This field is immutable.",
+    ),
+    _column(
+        "Capacity",
+        "Capacity is the value reported by the CSI driver in its GetCapacityResponse for a "
+        "GetCapacityRequest with topology and parameters that match the previous "
+        "fields.\n\nThe semantic is currently (CSI spec 1.2) defined as: The available "
+        "capacity, in bytes, of the storage that can be used to provision volumes. If not set, "
+        "that information is currently unavailable and treated like zero capacity.",
+    ),
+]

@@ -880,6 +880,57 @@ def _csr_cells(obj: JSONDict, age: Age) -> list[Cell]:
     ]
 
 
+# --- flow control ---
+
+
+def _flow_schema_cells(obj: JSONDict, age: Age) -> list[Cell]:
+    spec = _spec(obj)
+    method = spec.get("distinguisherMethod")
+    dangling = next(
+        (
+            c.get("status", "")
+            for c in _status(obj).get("conditions") or []
+            if c.get("type") == "Dangling"
+        ),
+        "?",
+    )
+    return [
+        _name(obj),
+        (spec.get("priorityLevelConfiguration") or {}).get("name", ""),
+        spec.get("matchingPrecedence", 1000),
+        method.get("type", "") if method else "<none>",
+        age(_meta(obj)),
+        dangling,
+    ]
+
+
+def _priority_level_cells(obj: JSONDict, age: Age) -> list[Cell]:
+    spec = _spec(obj)
+    limited = spec.get("limited")
+    shares: Cell = "<none>"
+    queues: Cell = "<none>"
+    hand: Cell = "<none>"
+    length: Cell = "<none>"
+    if limited is not None:
+        # (nominalConcurrencyShares from v1beta3 on; assuredConcurrencyShares before)
+        shares = limited.get("nominalConcurrencyShares", limited.get("assuredConcurrencyShares", 0))
+        queuing = (limited.get("limitResponse") or {}).get("queuing")
+        if queuing is not None:
+            queues = queuing.get("queues", 0)
+            hand = queuing.get("handSize", 0)
+            length = queuing.get("queueLengthLimit", 0)
+    return [_name(obj), spec.get("type", ""), shares, queues, hand, length, age(_meta(obj))]
+
+
+def _csi_storage_capacity_cells(obj: JSONDict, age: Age) -> list[Cell]:
+    capacity = obj.get("capacity")
+    return [
+        _name(obj),
+        obj.get("storageClassName", ""),
+        "<unset>" if capacity is None else capacity,
+    ]
+
+
 # --- kinds the real server prints with its default table convertor ---
 
 
@@ -1076,6 +1127,15 @@ _PRINTERS: dict[tuple[str, str], Printer] = {
         cols._WEBHOOK_CONFIGURATION_COLUMNS, _webhook_configuration_cells
     ),
     ("certificates.k8s.io", "certificatesigningrequests"): Printer(cols._CSR_COLUMNS, _csr_cells),
+    ("flowcontrol.apiserver.k8s.io", "flowschemas"): Printer(
+        cols._FLOW_SCHEMA_COLUMNS, _flow_schema_cells
+    ),
+    ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations"): Printer(
+        cols._PRIORITY_LEVEL_COLUMNS, _priority_level_cells
+    ),
+    ("storage.k8s.io", "csistoragecapacities"): Printer(
+        cols._CSI_STORAGE_CAPACITY_COLUMNS, _csi_storage_capacity_cells
+    ),
 }
 #: What the real server answers for a kind without a printer of its own (roles,
 #: clusterroles, limitranges, customresourcedefinitions, ...): its default table convertor's

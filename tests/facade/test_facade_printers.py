@@ -1270,3 +1270,87 @@ def test_kubectl_get_jobs_prints_the_real_columns(kubectl: Kubectl) -> None:
         "SELECTOR",
     ]
     assert wide[1].split()[5:] == ["pi", "perl", "<none>"]
+
+
+# --- flow control, CSI storage capacity ---
+
+
+def test_flowschema_and_prioritylevelconfiguration(server: KubeAPIServer) -> None:
+    base = "/apis/flowcontrol.apiserver.k8s.io/v1beta2"
+    level = {
+        "apiVersion": "flowcontrol.apiserver.k8s.io/v1beta2",
+        "kind": "PriorityLevelConfiguration",
+        "metadata": {"name": "printer-test"},
+        "spec": {
+            "type": "Limited",
+            "limited": {
+                "assuredConcurrencyShares": 20,
+                "limitResponse": {
+                    "type": "Queue",
+                    "queuing": {"queues": 16, "handSize": 4, "queueLengthLimit": 50},
+                },
+            },
+        },
+    }
+    check(
+        server,
+        f"{base}/prioritylevelconfigurations",
+        level,
+        [
+            "Name",
+            "Type",
+            "NominalConcurrencyShares",
+            "Queues",
+            "HandSize",
+            "QueueLengthLimit",
+            "Age",
+        ],
+        ["printer-test", "Limited", 20, 16, 4, 50, NEW],
+    )
+    schema = {
+        "apiVersion": "flowcontrol.apiserver.k8s.io/v1beta2",
+        "kind": "FlowSchema",
+        "metadata": {"name": "printer-test"},
+        "spec": {
+            "priorityLevelConfiguration": {"name": "printer-test"},
+            "matchingPrecedence": 500,
+            "distinguisherMethod": {"type": "ByUser"},
+            "rules": [
+                {
+                    "subjects": [{"kind": "Group", "group": {"name": "system:authenticated"}}],
+                    "resourceRules": [
+                        {
+                            "verbs": ["*"],
+                            "apiGroups": ["*"],
+                            "resources": ["*"],
+                            "namespaces": ["*"],
+                        }
+                    ],
+                }
+            ],
+        },
+    }
+    check(
+        server,
+        f"{base}/flowschemas",
+        schema,
+        ["Name", "PriorityLevel", "MatchingPrecedence", "DistinguisherMethod", "Age", "MissingPL"],
+        ["printer-test", "printer-test", 500, "ByUser", NEW, "?"],
+    )
+
+
+def test_csistoragecapacity(server: KubeAPIServer) -> None:
+    capacity = {
+        "apiVersion": "storage.k8s.io/v1beta1",
+        "kind": "CSIStorageCapacity",
+        "metadata": {"name": "zone-a"},
+        "storageClassName": "standard",
+        "capacity": "100Gi",
+    }
+    check(
+        server,
+        "/apis/storage.k8s.io/v1beta1/namespaces/default/csistoragecapacities",
+        capacity,
+        ["Name", "StorageClassName", "Capacity"],
+        ["zone-a", "standard", "100Gi"],
+    )
