@@ -12,7 +12,7 @@ from ownergc.protocols import JSONDict
 from ._negotiation import (
     _META_GROUP,
 )
-from ._tables import Printer
+from ._tables import Printer, human_duration, parse_time
 
 __all__ = [
     "SERVER_VERSION",
@@ -39,48 +39,17 @@ SERVER_VERSION: Final[dict[str, str]] = {
 }
 
 
-_UNIT_SECONDS: Final = {"s": 1, "m": 60, "h": 3600, "d": 86400, "y": 365 * 86400}
-#: (below this many seconds: the unit shown, and the smaller one shown beside it)
-_AGE_LADDER: Final = (
-    (120, "s", None),
-    (10 * 60, "m", "s"),
-    (180 * 60, "m", None),
-    (8 * 3600, "h", "m"),
-    (48 * 3600, "h", None),
-    (8 * 86400, "d", "h"),
-    (2 * 365 * 86400, "d", None),
-    (8 * 365 * 86400, "y", "d"),
-)
-
-
-def _human_duration(seconds: float) -> str:
-    """apimachinery's ``duration.HumanDuration``, for the Age column."""
-    s = int(seconds)
-    if s < -1:
-        return "<invalid>"
-    if s < 0:
-        return "0s"
-    unit, smaller = next(
-        ((unit, smaller) for limit, unit, smaller in _AGE_LADDER if s < limit), ("y", None)
-    )
-    big = s // _UNIT_SECONDS[unit]
-    if smaller is None:
-        return f"{big}{unit}"
-    rest = (s // _UNIT_SECONDS[smaller]) % (_UNIT_SECONDS[unit] // _UNIT_SECONDS[smaller])
-    return f"{big}{unit}{rest}{smaller}" if rest else f"{big}{unit}"
+#: apimachinery's ``duration.HumanDuration`` (kept under its old name here).
+_human_duration = human_duration
 
 
 def _age(meta: JSONDict) -> str:
-    created = meta.get("creationTimestamp")
-    if not isinstance(created, str):
+    """How long ago the object was created, on this process's clock: the one clock every
+    duration ``_tables`` prints since a timestamp is read from."""
+    when = parse_time(meta.get("creationTimestamp"))
+    if when is None:
         return "<unknown>"
-    try:
-        when = datetime.fromisoformat(created.replace("Z", "+00:00"))
-    except ValueError:
-        return "<unknown>"
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return _human_duration((datetime.now(timezone.utc) - when).total_seconds())
+    return human_duration((datetime.now(timezone.utc) - when).total_seconds())
 
 
 def _partial(obj: JSONDict, version: str) -> JSONDict:
