@@ -18,7 +18,6 @@ __all__ = [
     "SERVER_VERSION",
     "_OPENAPI_V2_JSON",
     "_age",
-    "_human_duration",
     "_openapi_v2_protobuf",
     "_partial",
     "_table",
@@ -37,10 +36,6 @@ SERVER_VERSION: Final[dict[str, str]] = {
     "compiler": "gc",
     "platform": "linux/amd64",
 }
-
-
-#: apimachinery's ``duration.HumanDuration`` (kept under its old name here).
-_human_duration = human_duration
 
 
 def _age(meta: JSONDict) -> str:
