@@ -22,27 +22,28 @@ Custom resources always have one: 1 at create, +1 when anything but
 subresource; with one, an update of the object keeps the stored status and
 ``/status`` never bumps).
 
-The rules, per strategy file of kubernetes v1.30 (``pkg/registry/...``):
+The rules, per registry strategy of kubernetes v1.30 (``pkg/registry/<group>/
+<kind>/strategy.go``; custom resources and CRDs in apiextensions-apiserver's
+``pkg/registry``) -- at create / bumped on update when this changes:
 
-====================================== ========= =======================================
-kind                                   at create bumped on update when this changes
-====================================== ========= =======================================
-ReplicationController                  1         ``spec``
-PodTemplate                            1         ``template``
-Deployment                             1         ``spec`` or ``metadata.annotations``
-ReplicaSet, DaemonSet, StatefulSet     1         ``spec``
-Job, CronJob                           1         ``spec``
-EndpointSlice                          1         anything but metadata, or ``metadata.labels``
-FlowSchema, PriorityLevelConfiguration 1         ``spec``
-Ingress, IngressClass, NetworkPolicy   1         ``spec``
-PodDisruptionBudget                    1         ``spec``
-PriorityClass                          1         never (its update strategy is empty)
-Mutating/ValidatingWebhookConfiguration 1        ``webhooks``
-CSIDriver                              not set   ``spec`` (so its first spec change makes it 1)
-CustomResourceDefinition               1         ``spec``
-custom resources                       1         anything but metadata
-every other built-in kind              not set   never
-====================================== ========= =======================================
+* ReplicationController, ReplicaSet, DaemonSet, StatefulSet, Job, CronJob,
+  FlowSchema, PriorityLevelConfiguration, Ingress, IngressClass,
+  NetworkPolicy, PodDisruptionBudget, CustomResourceDefinition: 1 / ``spec``;
+* Deployment: 1 / ``spec`` or ``metadata.annotations`` (they are copied to
+  its ReplicaSets);
+* PodTemplate: 1 / ``template``;
+* MutatingWebhookConfiguration, ValidatingWebhookConfiguration: 1 /
+  ``webhooks``;
+* EndpointSlice: 1 / anything but metadata, or ``metadata.labels``;
+* PriorityClass: 1 / never (its update strategy is empty);
+* CSIDriver: not set / ``spec`` (so its first spec change makes it 1);
+* custom resources: 1 / anything but metadata;
+* every other built-in kind (ConfigMap, Secret, Service, Endpoints,
+  Namespace, Node, Pod -- pods got one in v1.33 --, ServiceAccount, PVC, PV,
+  Event, LimitRange, ResourceQuota, ControllerRevision, HPA -- it got one
+  after v1.30 --, CSR, StorageClass, CSINode, VolumeAttachment,
+  CSIStorageCapacity, RuntimeClass, Lease, RBAC, APIService): not set /
+  never.
 
 "Changes" is the strategies' semantic deep-equal of typed objects; here, with
 schemaless objects, two values are the same when they are equal once nulls,
