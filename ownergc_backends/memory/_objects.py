@@ -22,9 +22,6 @@ from ownergc.protocols import (
     WatchEventType,
 )
 
-from ._patch import (
-    json_equal,
-)
 from ._resources import ResourceSpec
 from ._validation import (
     FieldError,
@@ -49,7 +46,6 @@ __all__ = [
     "_name_of",
     "_namespace_of",
     "_ordered",
-    "_spec_changed",
     "_utcnow",
     "_validate_delete_options",
     "_with_rv",
@@ -280,13 +276,6 @@ def _namespace_of(obj: JSONDict) -> str | None:
     if isinstance(meta, dict) and isinstance(meta.get("namespace"), str):
         return str(meta["namespace"])
     return None
-
-
-def _spec_changed(old: JSONDict, new: JSONDict) -> bool:
-    skip = ("apiVersion", "kind", "metadata", "status")
-    a = {k: v for k, v in old.items() if k not in skip}
-    b = {k: v for k, v in new.items() if k not in skip}
-    return not json_equal(a, b)
 
 
 def _validate_delete_options(

@@ -55,13 +55,13 @@ from ._deletion import (
     should_delete_during_update,
 )
 from ._fieldmanager.schema import version_schema
+from ._generation import generation_rule
 from ._objects import (
     _GENERATE_NAME_ALPHABET,
     IMMORTAL_NAMESPACES,
     _is_namespaces,
     _meta,
     _ordered,
-    _spec_changed,
     _Storage,
     default_namespace_label,
     format_time,
@@ -238,16 +238,29 @@ class WriteRules:
             raise BadRequest(
                 "resourceVersion should not be set on objects to be created", reason="BadRequest"
             )
+        # The create handler wipes these; not generation, which a kind's strategy
+        # sets to 1 or, for kinds without one, keeps as the client sent it.
         for server_owned in (
             "uid",
             "creationTimestamp",
             "deletionTimestamp",
             "deletionGracePeriodSeconds",
-            "generation",
             "selfLink",
         ):
             meta.pop(server_owned, None)
+        generation = generation_rule(spec.group, spec.resource)
+        if load or spec.computed:
+            meta.pop("generation", None)
         errors: list[FieldError] = []
+        if not generation.set_on_create and meta.get("generation", 0) < 0:
+            errors.append(
+                FieldError(
+                    "metadata.generation",
+                    "FieldValueInvalid",
+                    "must be greater than or equal to 0",
+                    meta["generation"],
+                )
+            )
         if not meta.get("name"):
             if meta.get("generateName"):
                 meta["name"] = self._generate_name(bucket, ns, meta["generateName"])
@@ -279,7 +292,7 @@ class WriteRules:
         else:
             meta["uid"] = self._uid_factory()
             meta["creationTimestamp"] = format_time(self._clock())
-            meta["generation"] = 1
+            generation.create(meta)
             meta.update(kept)
         stored: JSONDict = {
             "apiVersion": f"{spec.group}/{version}" if spec.group else version,
@@ -425,8 +438,10 @@ class WriteRules:
         for key, value in body.items():
             if key not in ("apiVersion", "kind", "metadata"):
                 new[key] = value
-        if "generation" in meta and _spec_changed(existing, new):
-            meta["generation"] += 1
+        if subresource != "status" and generation_rule(spec.group, spec.resource).bumps(
+            existing, new
+        ):
+            meta["generation"] = meta.get("generation", 0) + 1
 
         serving: CRDServing | None = None
         if self._registry.is_crd_bucket(bucket) and old_deletion is None:

@@ -1,11 +1,12 @@
 """``InMemoryStore``: an :class:`~ownergc.protocols.ObjectStore` that behaves like kube-apiserver.
 
 Everything a garbage collector can observe follows the apiserver: uids,
-one global resourceVersion counter (like etcd's revision), generation, the
-DELETE algorithm of the generic registry store (finalizers ``orphan`` /
-``foregroundDeletion``, deletionTimestamp, removal when the last finalizer
-goes), preconditions, ObjectMeta validation, the three patch types, list and
-watch from a resourceVersion, discovery. See :class:`InMemoryStore` for the
+one global resourceVersion counter (like etcd's revision), generation on the
+kinds that have one (``_generation``), the DELETE algorithm of the generic
+registry store (finalizers ``orphan`` / ``foregroundDeletion``,
+deletionTimestamp, removal when the last finalizer goes), preconditions,
+ObjectMeta validation, the three patch types, list and watch from a
+resourceVersion, discovery. See :class:`InMemoryStore` for the
 deliberate differences.
 
 Composition. ``InMemoryStore`` is a façade over three parts, each built from
@@ -176,14 +177,24 @@ class InMemoryStore:
     its status (NamesAccepted, Established, storedVersions); an update
     changes the served versions; removing it stops serving the kind.
 
+    ``metadata.generation`` is kept as kube-apiserver v1.30 keeps it, per
+    kind (the table and its sources are in ``_generation``): 1 at create and
+    +1 when the kind's watched fields change for Deployments, ReplicaSets,
+    Jobs, CRDs, custom resources and the other kinds whose registry strategy
+    has one; none at all for ConfigMaps, Secrets, Services, Pods and the
+    other kinds whose strategy has none (a client-sent value is kept on
+    create, as the real create handler does not wipe it, and an update can
+    never change it); +1 by the first DELETE that marks an object deleting
+    when it is above 0; never bumped by a ``/status`` update.
+
     Deliberate differences from kube-apiserver, all invisible to a GC:
 
     * Objects are schemaless JSON: only ``metadata`` is decoded and validated
       (types, names, finalizers, ownerReferences); spec/status are stored as
-      given. Every object has ``metadata.generation`` (starting at 1), bumped
-      on any change outside metadata and status and by the first DELETE that
-      marks it deleting (real ConfigMaps have no generation at all).
-      ``status`` is not a subresource.
+      given. Generation therefore compares fields as JSON (nulls and empty
+      objects and lists count as absent) where the real strategies compare
+      typed, defaulted objects; a DaemonSet's template generation annotation
+      is not kept. ``status`` of a built-in kind is not a subresource.
     * Strategic merge patch knows the merge strategies of
       ``metadata.ownerReferences`` and ``metadata.finalizers`` only; every
       other list is replaced.
@@ -578,8 +589,8 @@ class InMemoryStore:
     ) -> JSONDict:
         """Create ``obj`` (namespace from the argument or ``metadata.namespace``).
 
-        The server fills uid, resourceVersion, generation 1 and
-        creationTimestamp; ``generateName`` works. Raises
+        The server fills uid, resourceVersion, creationTimestamp and, for
+        the kinds that have one, generation 1; ``generateName`` works. Raises
         :class:`AlreadyExists`, :class:`Invalid` (bad metadata),
         :class:`BadRequest` (undecodable input), :class:`NotFound` (no such
         namespace) or :class:`Forbidden` (namespace being deleted).
@@ -848,7 +859,8 @@ class InMemoryStore:
         """Store copies of objects from elsewhere (a cluster, manifests) as they are.
 
         Unlike :meth:`create_object`, each object keeps its ``metadata.uid``
-        (one is made up when missing), creationTimestamp, generation and
+        (one is made up when missing), creationTimestamp, generation (when
+        missing, set as a create sets it) and
         deletion state (deletionTimestamp and finalizers), so ownerReferences
         between them resolve and objects that are being deleted stay so;
         ``resourceVersion`` is replaced by the store's. NamespaceLifecycle

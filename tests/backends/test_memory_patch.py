@@ -627,7 +627,7 @@ async def test_server_owned_metadata(store: InMemoryStore) -> None:
         patch_type=MERGE,
         namespace="default",
     )
-    assert out["metadata"]["generation"] == meta["generation"]
+    assert out["metadata"].get("generation") == meta.get("generation")  # none on v1.30 Pods
     assert out["metadata"]["creationTimestamp"] == meta["creationTimestamp"]
     assert out == created  # nothing changed: no write
     for field, value in [
@@ -687,17 +687,35 @@ async def test_kind_cannot_be_patched(store: InMemoryStore) -> None:
 
 
 async def test_generation_bumps_only_on_spec_changes(store: InMemoryStore) -> None:
-    created = await make_pod(store, [])
+    deployments = store.resource_for("apps/v1", "Deployment")
+    created = await store.create(
+        deployments, {"metadata": {"name": "d"}, "spec": {"replicas": 1}}, namespace="default"
+    )
+    assert created["metadata"]["generation"] == 1
     rv0 = int(created["metadata"]["resourceVersion"])
     labelled = await store.patch(
-        pods(store), "p", {"metadata": {"labels": {"a": "b"}}}, patch_type=SMP, namespace="default"
+        deployments, "d", {"metadata": {"labels": {"a": "b"}}}, patch_type=SMP, namespace="default"
     )
     assert labelled["metadata"]["generation"] == 1
     assert int(labelled["metadata"]["resourceVersion"]) == rv0 + 1
     status = await store.patch(
-        pods(store), "p", {"status": {"phase": "Running"}}, patch_type=MERGE, namespace="default"
+        deployments, "d", {"status": {"replicas": 1}}, patch_type=MERGE, namespace="default"
     )
     assert status["metadata"]["generation"] == 1
+    spec = await store.patch(
+        deployments, "d", {"spec": {"replicas": 2}}, patch_type=MERGE, namespace="default"
+    )
+    assert spec["metadata"]["generation"] == 2
+    assert int(spec["metadata"]["resourceVersion"]) == rv0 + 3
+    same = await store.patch(
+        deployments, "d", {"spec": {"replicas": 2}}, patch_type=MERGE, namespace="default"
+    )
+    assert same == spec  # no-op: no new resourceVersion
+
+
+async def test_pods_have_no_generation_in_v1_30(store: InMemoryStore) -> None:
+    created = await make_pod(store, [])
+    assert "generation" not in created["metadata"]
     spec = await store.patch(
         pods(store),
         "p",
@@ -705,16 +723,7 @@ async def test_generation_bumps_only_on_spec_changes(store: InMemoryStore) -> No
         patch_type=MERGE,
         namespace="default",
     )
-    assert spec["metadata"]["generation"] == 2
-    assert int(spec["metadata"]["resourceVersion"]) == rv0 + 3
-    same = await store.patch(
-        pods(store),
-        "p",
-        {"spec": {"restartPolicy": "Never"}},
-        patch_type=MERGE,
-        namespace="default",
-    )
-    assert same == spec  # no-op: no new resourceVersion
+    assert "generation" not in spec["metadata"]
 
 
 async def test_patch_result_is_a_copy(store: InMemoryStore) -> None:

@@ -2,7 +2,8 @@
 
 It does what the apiserver's store does around field management and no more:
 one object per sequence, resourceVersion bumped on every real write,
-``generation`` for custom resources, dry runs not stored, a JSON/merge patch
+``generation`` by the memory store's rules (custom resources have one,
+ConfigMaps none), dry runs not stored, a JSON/merge patch
 applied with the project's patch helpers, and the one validation the
 recordings exercise (a list left ``null``). Identifiers are produced already in
 the fixtures' normalised form (``<uid-N>``, ``<rv-N>``, ``<time>``,
@@ -29,6 +30,7 @@ from ownergc_backends.memory._fieldmanager import (
     manager_from_user_agent,
     update_managed_fields,
 )
+from ownergc_backends.memory._generation import generation_rule
 from ownergc_backends.memory._patch import apply_json_merge_patch, apply_json_patch
 
 #: Copies of ../shared/fixtures/real-apiserver-1.24 (what a real v1.24 server answered).
@@ -128,6 +130,9 @@ class Store:
             self.schema = schema
             self.resource = "configmaps"
             self.plural = "configmaps"
+        # The memory store's own rule, so the recordings check it: a ConfigMap has
+        # no generation, a custom resource's counts changes outside metadata.
+        self.generation = generation_rule("ssa.example.com" if self.custom else "", self.plural)
         self.obj: dict[str, Any] | None = None
         self.uids = 0
         self.rvs = 0
@@ -147,13 +152,9 @@ class Store:
             meta["namespace"] = "{namespace}"
             meta["uid"] = self._uid()
             meta["creationTimestamp"] = NOW
-            if self.custom:
-                meta["generation"] = 1
-        elif self.custom:
-            old_rest = {k: v for k, v in old.items() if k not in ("metadata", "status")}
-            new_rest = {k: v for k, v in new.items() if k not in ("metadata", "status")}
-            if old_rest != new_rest:
-                meta["generation"] = old["metadata"].get("generation", 1) + 1
+            self.generation.create(meta)
+        elif self.generation.bumps(old, new):
+            meta["generation"] = old["metadata"].get("generation", 0) + 1
         if dry:
             if old is None:
                 meta.pop("resourceVersion", None)
