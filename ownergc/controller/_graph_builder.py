@@ -60,6 +60,7 @@ def _list_order(res: APIResource) -> tuple[bool, str]:
     """Monitors start the core group's resources first, then by name."""
     return res.group != "", str(res)
 
+
 log = logging.getLogger("ownergc.controller")
 
 #: Writes one OwnerRefInvalidNamespace event as an Event object of the given resource.

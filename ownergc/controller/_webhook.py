@@ -241,9 +241,7 @@ class OwnerCache:
         for k in expired:
             del self._entries[k]
         if len(self._entries) >= self.max_entries:  # still full: drop the oldest half
-            done = sorted(
-                (e.fetched, k) for k, e in self._entries.items() if e.pending is None
-            )
+            done = sorted((e.fetched, k) for k, e in self._entries.items() if e.pending is None)
             for _, k in done[: len(done) // 2]:
                 del self._entries[k]
 
@@ -286,9 +284,7 @@ class OwnerCache:
         async def fetch() -> Mapping[str, Any] | None:
             self.metrics.lookups["get"] += 1
             try:
-                obj = await self.store.get(
-                    resource, name, namespace=namespace, metadata_only=True
-                )
+                obj = await self.store.get(resource, name, namespace=namespace, metadata_only=True)
             except NotFound:
                 return None
             meta = obj.get("metadata")
@@ -405,8 +401,7 @@ class AdmissionChecker:
                 warnings=[f"ownerReferences: {line}" for line in lines]
                 if decision == "warned"
                 else [],
-                message="ownerReferences the garbage collector would mishandle: "
-                + " ".join(lines),
+                message="ownerReferences the garbage collector would mishandle: " + " ".join(lines),
             )
         self.metrics.requests[(operation or "UNKNOWN", decision)] += 1
         self.metrics.observe(anyio.current_time() - start)
@@ -459,9 +454,7 @@ class AdmissionChecker:
         name = str(ref["name"])
         meta = await self.cache.owner(resource, owner_ns, name, deadline=deadline)
         if meta is not None and meta.get("uid") != ref.get("uid"):
-            meta = await self.cache.owner(
-                resource, owner_ns, name, recheck=True, deadline=deadline
-            )
+            meta = await self.cache.owner(resource, owner_ns, name, recheck=True, deadline=deadline)
         if meta is not None and meta.get("uid") == ref.get("uid"):
             return None
         if resource.namespaced and namespace is not None:

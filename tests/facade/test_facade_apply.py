@@ -73,9 +73,9 @@ def test_every_recorded_exchange_is_answered_as_the_real_server(server: KubeAPIS
         ] != "SelfSubjectAccessReview":
             assert _entries(body) == _entries(expected), note
             checked += 1
-        assert (body.get("metadata") or {}).get("labels") == (
-            expected.get("metadata") or {}
-        ).get("labels"), note
+        assert (body.get("metadata") or {}).get("labels") == (expected.get("metadata") or {}).get(
+            "labels"
+        ), note
     assert checked >= 8
 
 

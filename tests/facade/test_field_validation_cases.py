@@ -212,7 +212,7 @@ def send(
         resp: http.client.HTTPResponse = conn.getresponse()
         data = resp.read()
         warnings = [
-            re.sub(r'\\(.)', r"\1", value.removeprefix('299 - "').removesuffix('"'))
+            re.sub(r"\\(.)", r"\1", value.removeprefix('299 - "').removesuffix('"'))
             for value in resp.headers.get_all("Warning") or []
         ]
         return resp.status, warnings, json.loads(data)
@@ -242,9 +242,9 @@ def test_create_and_update_bodies(server: KubeAPIServer, method: str, mode: str 
     if mode == "Strict":
         assert status == 400, answer
         assert answer["reason"] == "BadRequest"
-        assert answer["message"].endswith(
-            "strict decoding error: " + ", ".join(DECODE_WARNINGS)
-        ), answer["message"]
+        assert answer["message"].endswith("strict decoding error: " + ", ".join(DECODE_WARNINGS)), (
+            answer["message"]
+        )
         assert warnings == []
         return
     assert status == (201 if method == "POST" else 200), answer
@@ -268,9 +268,9 @@ def test_patches(server: KubeAPIServer, case: str, mode: str | None) -> None:
     if mode == "Strict":
         assert status == 422, answer
         assert answer["reason"] == "Invalid"
-        assert answer["message"].endswith(
-            "strict decoding error: " + ", ".join(expected)
-        ), answer["message"]
+        assert answer["message"].endswith("strict decoding error: " + ", ".join(expected)), answer[
+            "message"
+        ]
         [cause] = answer["details"]["causes"]
         assert cause["field"] == "patch" and cause["reason"] == "FieldValueInvalid"
         assert warnings == []
