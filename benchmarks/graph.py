@@ -20,9 +20,10 @@ Memory: tracemalloc measures what the graph and the queues hold after the
 adds (event bodies are not retained by the controller and are excluded).
 
 Run: ``python benchmarks/graph.py [--shapes 1000x10,10000x10,1x100000] [--repeat 3] [--cpu]
-[--builder-only]`` (``--cpu`` times with the process's CPU time instead of the wall clock:
-steadier on a machine other work is loading; ``--builder-only`` times the bare builder alone,
-a few seconds a run).
+[--builder-only] [--processes N]`` (``--cpu`` times with the process's CPU time instead
+of the wall clock: steadier on a machine other work is loading; ``--builder-only`` times
+the bare builder alone, a few seconds a run; ``--processes N`` runs it all in N fresh
+processes in turn and adds each rate's lowest, median and highest over them).
 Prints one JSON object per line per shape; ``core`` says which graph core ran
 (``compiled``, what ``pip install .`` builds when a C compiler is present, or
 ``pure``, with ``OWNERGC_PURE=1``).
@@ -33,6 +34,8 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import statistics
+import subprocess
 import sys
 import time
 import tracemalloc
@@ -336,6 +339,34 @@ def run_builder_only(owners: int, per_owner: int, repeat: int) -> dict[str, Any]
     }
 
 
+def across_processes(count: int) -> None:
+    """``--processes N``: this script run N times as it was called (without the option),
+    its lines printed as they come, then the spread of every rate per shape."""
+    argv = [a for a in sys.argv[1:] if not a.startswith("--processes")]
+    if "--processes" in sys.argv[1:]:  # (the value was the next argument)
+        i = sys.argv[1:].index("--processes")
+        del argv[i : i + 1]
+    rates: dict[tuple[str, str], list[float]] = {}
+    for _ in range(count):
+        out = subprocess.run(
+            [sys.executable, __file__, *argv], check=True, capture_output=True, text=True
+        ).stdout
+        for line in out.splitlines():
+            result = json.loads(line)
+            print(json.dumps(result), flush=True)
+            for key, value in result.items():
+                if key.endswith("_per_s"):
+                    rates.setdefault((result["shape"], key), []).append(value)
+    for (shape, key), values in rates.items():
+        values.sort()
+        spread = {
+            "lowest": values[0],
+            "median": round(statistics.median(values)),
+            "highest": values[-1],
+        }
+        print(json.dumps({"shape": shape, "rate": key, "processes": count, **spread}))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", default="1000x10,10000x10,1x100000")
@@ -356,7 +387,20 @@ def main() -> None:
         action="store_true",
         help="only the bare GraphBuilder's add and delete rates (the graph core alone)",
     )
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run the whole measurement in N fresh processes, one after the other, and "
+        "also print each rate's lowest, median and highest over them (on a virtual "
+        "machine one process can run every round 20-30%% slower than the next: where its "
+        "memory landed)",
+    )
     args = parser.parse_args()
+    if args.processes > 1:
+        across_processes(args.processes)
+        return
     if args.cpu:
         global clock
         clock = time.process_time
