@@ -50,6 +50,14 @@ schemaless objects, two values are the same when they are equal once nulls,
 empty objects and empty lists are left out (what the typed decoding drops for
 ``omitempty`` fields). Custom resources compare their content exactly, as the
 unstructured comparison does.
+
+Where that falls short of the typed comparison (a deliberate difference: the
+store keeps no types and applies no defaults): a plain field written with its
+zero value (``paused: false``, ``minReadySeconds: 0``) or with the value the
+server would default it to (``revisionHistoryLimit: 10``) where it was unset
+counts as a change here and bumps the generation; a real server, comparing
+decoded and defaulted objects, sees none. A pointer field (``replicas``) does
+tell 0 from unset on both.
 """
 
 from __future__ import annotations

@@ -295,15 +295,15 @@ def _int_or_string(value: Any, missing: str) -> str:
 
 
 def _job_status(obj: JSONDict) -> str:
-    """v1.30's order: being deleted first, then finished, suspended, doomed, running (later
-    releases put Complete and Failed before Terminating)."""
+    """Finished first (a finished Job being deleted still says Complete or Failed), then
+    being deleted, suspended, doomed, running."""
     conditions = _status(obj).get("conditions")
-    if _meta(obj).get("deletionTimestamp"):
-        return "Terminating"
     if _condition_true(conditions, "Complete"):
         return "Complete"
     if _condition_true(conditions, "Failed"):
         return "Failed"
+    if _meta(obj).get("deletionTimestamp"):
+        return "Terminating"
     if _condition_true(conditions, "Suspended"):
         return "Suspended"
     if _condition_true(conditions, "FailureTarget"):

@@ -1159,7 +1159,9 @@ def cells(group: str, version: str, resource: str, kind: str, obj: dict[str, Any
         ([{"type": "Failed", "status": "True"}], False, "Failed"),
         ([{"type": "Suspended", "status": "True"}], False, "Suspended"),
         ([{"type": "Suspended", "status": "True"}], True, "Terminating"),
-        ([{"type": "Complete", "status": "True"}], True, "Terminating"),
+        ([{"type": "Complete", "status": "True"}], True, "Complete"),
+        ([{"type": "Failed", "status": "True"}], True, "Failed"),
+        ([], True, "Terminating"),
         ([{"type": "FailureTarget", "status": "True"}], False, "FailureTarget"),
         ([{"type": "Complete", "status": "False"}], False, "Running"),
     ],
@@ -1241,7 +1243,9 @@ metadata:
   name: pi
 spec:
   completions: 1
+  selector: {matchLabels: {batch.kubernetes.io/controller-uid: 6f0c1a2e}}
   template:
+    metadata: {labels: {batch.kubernetes.io/controller-uid: 6f0c1a2e}}
     spec:
       restartPolicy: Never
       containers: [{name: pi, image: perl}]
@@ -1269,7 +1273,8 @@ def test_kubectl_get_jobs_prints_the_real_columns(kubectl: Kubectl) -> None:
         "IMAGES",
         "SELECTOR",
     ]
-    assert wide[1].split()[5:] == ["pi", "perl", "<none>"]
+    # (a real server generates the selector; the facade does not default it, so it is given)
+    assert wide[1].split()[5:] == ["pi", "perl", "batch.kubernetes.io/controller-uid=6f0c1a2e"]
 
 
 # --- flow control, CSI storage capacity ---
