@@ -14,8 +14,8 @@ Usage (kubernetes-validate 1.30.0 is the newest release still carrying
 v1.23.0 and v1.24.0)::
 
     pip download --no-deps kubernetes-validate==1.30.0 -d /tmp/kv130
-    python tools/check_openapi_roundtrip.py /tmp/kv130/kubernetes_validate-1.30.0-py3-none-any.whl \\
-        --release v1.23.0 --served
+    python tools/check_openapi_roundtrip.py \\
+        /tmp/kv130/kubernetes_validate-1.30.0-py3-none-any.whl --release v1.23.0 --served
 
 Exit status 0 when no difference is left.
 """
@@ -31,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from gen_openapi_v130 import load_recorded, read_json_schema_definitions, to_swagger  # noqa: E402
+from gen_openapi_v130 import load_recorded, read_json_schema_definitions, to_swagger
 
 _ENUM_LIST = "\n\nPossible enum values:"
 
@@ -90,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{args.release}: {len(converted)} converted definitions, {len(recorded)} recorded")
     print(f"only in the recorded document ({len(only_theirs)}): {', '.join(only_theirs)}")
     print(f"only in {args.release} ({len(only_mine)}): {', '.join(only_mine)}")
-    print(f"common: {len(common)}, identical: {len(common) - len(changed)}, differing: {len(changed)}")
+    same = len(common) - len(changed)
+    print(f"common: {len(common)}, identical: {same}, differing: {len(changed)}")
     if by_key:
         print("differences by key:", dict(by_key.most_common()))
     return 1 if changed else 0

@@ -46,3 +46,40 @@ def test_strict_is_refused_by_the_server_and_warn_warns(kubectl: Kubectl) -> Non
     warned = kubectl.run("apply", "--validate=warn", "-f", str(path))
     assert 'Warning: unknown field "foo"' in warned.stderr
     assert kubectl.exists("configmap", "warned")
+
+
+CRONJOB_WITH_TIME_ZONE = """
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: tz, namespace: default}
+spec:
+  schedule: "0 3 * * *"
+  timeZone: Europe/Paris
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: Never
+          containers: [{name: c, image: busybox}]
+"""
+
+
+def test_a_field_newer_than_the_recorded_server_is_accepted_and_explained(
+    kubectl: Kubectl,
+) -> None:
+    """The built-in schemas are 1.30's: ``spec.timeZone`` (1.24+) passes the default
+    Strict validation, is kept, and ``kubectl explain`` finds it."""
+    path = kubectl.workdir / "tz.yaml"
+    path.write_text(CRONJOB_WITH_TIME_ZONE)
+    kubectl.run("create", "-f", str(path))
+    assert kubectl.json("get", "cronjob", "tz", "-n", "default")["spec"]["timeZone"] == (
+        "Europe/Paris"
+    )
+    explained = kubectl.run("explain", "cronjob.spec.timeZone").stdout
+    assert "FIELD: timeZone <string>" in explained
+    assert "time zone" in explained
+    # A field no release has is still refused.
+    path.write_text(CRONJOB_WITH_TIME_ZONE.replace("name: tz", "name: bad") + "  bogus: 1\n")
+    refused = kubectl.run("create", "-f", str(path), check=False)
+    assert refused.returncode != 0
+    assert 'strict decoding error: unknown field "spec.bogus"' in refused.stderr

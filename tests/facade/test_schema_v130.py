@@ -1,0 +1,143 @@
+"""The built-in schemas are kube-apiserver v1.30's (discovery stays the recorded server's).
+
+Fields added to built-in kinds after the recorded server (CronJob
+``spec.timeZone``, Job ``spec.podFailurePolicy``) pass ``fieldValidation=Strict``
+and are kept, as a 1.30 server keeps them; a field no release has is still
+refused. The packaged document itself: every ``$ref`` resolves, and the kinds
+of group versions 1.30 removed but serve still serves keep their definitions.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from ownergc_backends.memory._openapi import builtin_v2
+from ownergc_backends.memory._fieldmanager.schema import builtin_schema
+from ownergc_backends.memory.http import KubeAPIServer
+from tests.facade.facade_helpers import request
+
+CRONJOBS = "/apis/batch/v1/namespaces/default/cronjobs"
+JOBS = "/apis/batch/v1/namespaces/default/jobs"
+_TEMPLATE = {
+    "spec": {
+        "restartPolicy": "Never",
+        "containers": [{"name": "c", "image": "busybox", "command": ["true"]}],
+    }
+}
+
+
+def _cronjob(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {"name": name},
+        "spec": {
+            "schedule": "0 3 * * *",
+            "timeZone": "Europe/Paris",
+            "jobTemplate": {"spec": {"template": copy.deepcopy(_TEMPLATE)}},
+        },
+    }
+
+
+def _job(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {
+            "backoffLimit": 2,
+            "podFailurePolicy": {
+                "rules": [
+                    {
+                        "action": "FailJob",
+                        "onExitCodes": {"containerName": "c", "operator": "In", "values": [42]},
+                    },
+                    {
+                        "action": "Ignore",
+                        "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
+                    },
+                ]
+            },
+            "template": copy.deepcopy(_TEMPLATE),
+        },
+    }
+
+
+def test_a_cronjob_time_zone_passes_strict_and_is_kept(server: KubeAPIServer) -> None:
+    reply = request(server, "POST", f"{CRONJOBS}?fieldValidation=Strict", _cronjob("tz"))
+    assert reply.status == 201, reply.text
+    assert reply.json()["spec"]["timeZone"] == "Europe/Paris"
+    assert request(server, "GET", f"{CRONJOBS}/tz").json()["spec"]["timeZone"] == "Europe/Paris"
+
+
+def test_a_job_pod_failure_policy_passes_strict_and_is_kept(server: KubeAPIServer) -> None:
+    body = _job("pfp")
+    reply = request(server, "POST", f"{JOBS}?fieldValidation=Strict", body)
+    assert reply.status == 201, reply.text
+    stored = request(server, "GET", f"{JOBS}/pfp").json()
+    assert stored["spec"]["podFailurePolicy"] == body["spec"]["podFailurePolicy"]
+
+
+def test_server_side_apply_keeps_and_owns_the_newer_field(server: KubeAPIServer) -> None:
+    reply = request(
+        server,
+        "PATCH",
+        f"{CRONJOBS}/applied?fieldManager=me&fieldValidation=Strict",
+        _cronjob("applied"),
+        headers={"Content-Type": "application/apply-patch+yaml"},
+    )
+    assert reply.status == 201, reply.text
+    obj = reply.json()
+    assert obj["spec"]["timeZone"] == "Europe/Paris"
+    (entry,) = obj["metadata"]["managedFields"]
+    assert "f:timeZone" in entry["fieldsV1"]["f:spec"]
+
+
+def test_an_unknown_field_is_still_refused(server: KubeAPIServer) -> None:
+    body = _cronjob("bad")
+    body["spec"]["timeZoneName"] = "UTC"
+    reply = request(server, "POST", f"{CRONJOBS}?fieldValidation=Strict", body)
+    assert reply.status == 400
+    assert reply.json()["message"] == (
+        'CronJob in version "v1" cannot be handled as a CronJob: strict decoding error: '
+        'unknown field "spec.timeZoneName"'
+    )
+    assert request(server, "GET", f"{CRONJOBS}/bad").status == 404
+
+
+def _refs(value: Any, found: set[str]) -> None:
+    if isinstance(value, dict):
+        ref = value.get("$ref")
+        if isinstance(ref, str):
+            found.add(ref)
+        for item in value.values():
+            _refs(item, found)
+    elif isinstance(value, list):
+        for item in value:
+            _refs(item, found)
+
+
+def test_every_reference_of_the_packaged_document_resolves() -> None:
+    document = builtin_v2()
+    found: set[str] = set()
+    _refs(document, found)
+    names = {"#/definitions/" + name for name in document["definitions"]}
+    assert found and found <= names, sorted(found - names)[:5]
+    assert document["definitions"]["io.k8s.api.batch.v1.CronJobSpec"]["properties"]["timeZone"]
+
+
+@pytest.mark.parametrize(
+    ("group", "version", "kind"),
+    [
+        ("batch", "v1", "CronJob"),
+        ("batch", "v1beta1", "CronJob"),  # removed in 1.25, still served
+        ("policy", "v1beta1", "PodSecurityPolicy"),
+        ("autoscaling", "v2beta2", "HorizontalPodAutoscaler"),
+        ("flowcontrol.apiserver.k8s.io", "v1beta2", "FlowSchema"),
+    ],
+)
+def test_every_served_kind_has_merge_facts(group: str, version: str, kind: str) -> None:
+    assert builtin_schema(group, version, kind) is not None
