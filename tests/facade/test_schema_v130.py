@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from ownergc_backends.memory._openapi import builtin_v2
 from ownergc_backends.memory._fieldmanager.schema import builtin_schema
+from ownergc_backends.memory._openapi import builtin_v2
 from ownergc_backends.memory.http import KubeAPIServer
 from tests.facade.facade_helpers import request
 
