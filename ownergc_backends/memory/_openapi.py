@@ -1,9 +1,13 @@
 """The OpenAPI documents the apiserver publishes: ``/openapi/v2`` and ``/openapi/v3``.
 
 kubectl reads them for ``explain`` and for client-side validation, and
-server-side apply reads the same schema facts. The built-in kinds come from
-the document a real kube-apiserver (1.24) served (``_openapi_v2.json.gz``,
-recorded, not written by hand); each established CustomResourceDefinition adds
+server-side field validation and server-side apply read the same schema facts.
+The built-in kinds come from ``_openapi_v2.json.gz``, not written by hand: the
+paths (the served group versions and their operations) a real kube-apiserver
+published (a v1.24 development build, recorded), with kube-apiserver
+v1.30.0's definitions, plus the recorded definitions of the group versions
+1.30 removed but serve still serves (``batch/v1beta1``, ``policy/v1beta1``...);
+``tools/gen_openapi_v130.py`` builds it. Each established CustomResourceDefinition adds
 its served versions as the apiserver publishes them: a definition named by the
 reversed group (``com.example.stable.v1.CronTab``) carrying
 ``x-kubernetes-group-version-kind``, with ``metadata`` a reference to
@@ -41,8 +45,8 @@ _NOT_IN_V2: Final = frozenset({"nullable", "oneOf", "anyOf", "not"})
 
 
 def builtin_v2() -> JSONDict:
-    """The recorded ``/openapi/v2`` of a real 1.24 kube-apiserver (do not mutate); the one
-    loaded copy server-side apply reads its merge facts from too."""
+    """The built-in ``/openapi/v2`` (recorded paths, v1.30.0 definitions; do not mutate);
+    the one loaded copy server-side apply reads its merge facts from too."""
     return dict(openapi_document())
 
 
@@ -151,7 +155,7 @@ def _path_to_v3(item: JSONDict) -> JSONDict:
     return out
 
 
-#: The write parameter 1.25+ servers publish (the recorded 1.24 document predates it);
+#: The write parameter 1.25+ servers publish (the recorded paths predate it);
 #: kubectl sends ``fieldValidation=Strict`` only to servers whose document names it.
 FIELD_VALIDATION_PARAMETER: Final[JSONDict] = {
     "uniqueItems": True,

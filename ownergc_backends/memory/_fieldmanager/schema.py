@@ -4,8 +4,8 @@ Server-side apply and strategic merge patch need to know, for every field,
 whether it is a scalar, a struct (named fields), a map (granular or atomic)
 or a list (atomic, set, or map keyed by some fields). The apiserver reads
 these from its OpenAPI models; built-in kinds here read them from the
-recorded ``/openapi/v2`` document shipped with the package
-(``memory/_openapi_v2.json.gz``, loaded on first use), custom resources from their
+``/openapi/v2`` document shipped with the package (``memory/_openapi_v2.json.gz``,
+kube-apiserver v1.30.0's definitions, loaded on first use), custom resources from their
 CRD's ``openAPIV3Schema``.
 
 Rules, as the server's conversion of OpenAPI to merge types applies them:
@@ -55,7 +55,7 @@ _OPENAPI_RESOURCE = "_openapi_v2.json.gz"
 _OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 
 #: Key fields of map lists that the server fills in when an item omits them.
-#: The served v1.24 document carries no ``default`` values, but the server's
+#: The served v2 document (1.24 as 1.30) carries no ``default`` values, but the server's
 #: own models do for these (observed: an applied container port without a
 #: protocol is owned as ``k:{"containerPort":80,"protocol":"TCP"}``).
 KEY_FIELD_DEFAULTS: Mapping[tuple[str, str], Any] = {
@@ -258,7 +258,7 @@ def _with_extensions(base: Node, spec: Mapping[str, Any]) -> Node:
 
 @lru_cache(maxsize=1)
 def openapi_document() -> Mapping[str, Any]:
-    """The recorded ``/openapi/v2`` document of a v1.24 apiserver (loaded once)."""
+    """The packaged ``/openapi/v2`` document: recorded paths, v1.30.0 definitions."""
     data = resources.files("ownergc_backends.memory").joinpath(_OPENAPI_RESOURCE).read_bytes()
     document = json.loads(gzip.decompress(data))
     if not isinstance(document, dict) or not isinstance(document.get("definitions"), dict):
