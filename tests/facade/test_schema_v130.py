@@ -10,6 +10,7 @@ of group versions 1.30 removed but serve still serves keep their definitions.
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 import pytest
@@ -17,7 +18,7 @@ import pytest
 from ownergc_backends.memory._fieldmanager.schema import builtin_schema
 from ownergc_backends.memory._openapi import builtin_v2
 from ownergc_backends.memory.http import KubeAPIServer
-from tests.facade.facade_helpers import request
+from tests.facade.facade_helpers import Kubectl, request
 
 CRONJOBS = "/apis/batch/v1/namespaces/default/cronjobs"
 JOBS = "/apis/batch/v1/namespaces/default/jobs"
@@ -141,3 +142,35 @@ def test_every_reference_of_the_packaged_document_resolves() -> None:
 )
 def test_every_served_kind_has_merge_facts(group: str, version: str, kind: str) -> None:
     assert builtin_schema(group, version, kind) is not None
+
+
+CRONJOB_YAML = """
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: NAME, namespace: default}
+spec:
+  schedule: "0 3 * * *"
+  timeZone: Europe/Paris
+  jobTemplate:
+    spec:
+      podFailurePolicy: {rules: [{action: FailJob, onExitCodes: {operator: In, values: [42]}}]}
+      template:
+        spec:
+          restartPolicy: Never
+          containers: [{name: c, image: busybox}]
+"""
+
+
+def test_kubectl_validates_explains_and_keeps_the_newer_fields(kubectl: Kubectl) -> None:
+    """Whichever kubectl the suite runs (1.20 validates on its side from ``/openapi/v2``,
+    1.37 sends ``fieldValidation=Strict``), the 1.30 fields pass and are kept."""
+    kubectl.run("create", "-f", kubectl.manifest("tz.yaml", CRONJOB_YAML.replace("NAME", "tz")))
+    spec = kubectl.json("get", "cronjob", "tz", "-n", "default")["spec"]
+    assert spec["timeZone"] == "Europe/Paris"
+    assert spec["jobTemplate"]["spec"]["podFailurePolicy"]["rules"][0]["action"] == "FailJob"
+    explained = kubectl.run("explain", "cronjob.spec.timeZone").stdout
+    assert re.search(r"FIELD: +timeZone <string>", explained), explained
+    bad = CRONJOB_YAML.replace("NAME", "bad") + "  bogus: 1\n"
+    refused = kubectl.run("create", "-f", kubectl.manifest("bad.yaml", bad), check=False)
+    assert refused.returncode != 0 and 'unknown field "' in refused.stderr
+    assert "bogus" in refused.stderr
