@@ -10,7 +10,10 @@ of group versions 1.30 removed but serve still serves keep their definitions.
 from __future__ import annotations
 
 import copy
+import gzip
+import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -174,3 +177,36 @@ def test_kubectl_validates_explains_and_keeps_the_newer_fields(kubectl: Kubectl)
     refused = kubectl.run("create", "-f", kubectl.manifest("bad.yaml", bad), check=False)
     assert refused.returncode != 0 and 'unknown field "' in refused.stderr
     assert "bogus" in refused.stderr
+
+
+RECORDED = Path(__file__).resolve().parents[2] / "tools/data/openapi-v2-recorded.json.gz"
+
+
+def _merge_facts(schema: dict[str, Any]) -> tuple[Any, ...]:
+    """How server-side apply merges a field (the rules of ``_fieldmanager/schema.py``)."""
+    if schema.get("type") == "array":
+        list_type = schema.get("x-kubernetes-list-type")
+        if list_type:
+            return (list_type, tuple(schema.get("x-kubernetes-list-map-keys") or ()))
+        if "merge" in str(schema.get("x-kubernetes-patch-strategy", "")).split(","):
+            key = schema.get("x-kubernetes-patch-merge-key")
+            return ("map", (key,)) if key else ("set", ())
+        return ("atomic", ())
+    return ("other", schema.get("x-kubernetes-map-type") == "atomic")
+
+
+def test_no_field_both_releases_have_merges_differently() -> None:
+    """Why the replays recorded on the 1.24 server still hold under 1.30's definitions."""
+    recorded = json.loads(gzip.decompress(RECORDED.read_bytes()))["definitions"]
+    packaged = builtin_v2()["definitions"]
+    changed = []
+    for name in sorted(set(recorded) & set(packaged)):
+        old, new = recorded[name].get("properties", {}), packaged[name].get("properties", {})
+        for field in sorted(set(old) & set(new)):
+            if _merge_facts(old[field]) != _merge_facts(new[field]):
+                changed.append(f"{name}.{field}")
+        if recorded[name].get("x-kubernetes-map-type") != packaged[name].get(
+            "x-kubernetes-map-type"
+        ):
+            changed.append(name)
+    assert changed == []
