@@ -53,6 +53,10 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's package
+
+from ownergc_backends.memory._openapi import _refs_of
+
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "ownergc_backends/memory/_openapi_v2.json.gz"
 RECORDED = ROOT / "tools/data/openapi-v2-recorded.json.gz"
@@ -136,18 +140,6 @@ def to_swagger(defs: dict[str, Any], reference: dict[str, Any]) -> dict[str, Any
     return out
 
 
-def refs_of(value: Any, found: set[str]) -> None:
-    if isinstance(value, dict):
-        ref = value.get("$ref")
-        if isinstance(ref, str) and ref.startswith(_REF):
-            found.add(ref[len(_REF) :])
-        for item in value.values():
-            refs_of(item, found)
-    elif isinstance(value, list):
-        for item in value:
-            refs_of(item, found)
-
-
 def merge(recorded: dict[str, Any], newer: dict[str, Any]) -> dict[str, Any]:
     """The recorded document with ``newer``'s definitions (see the module docstring)."""
     old_defs: dict[str, Any] = recorded["definitions"]
@@ -165,7 +157,7 @@ def merge(recorded: dict[str, Any], newer: dict[str, Any]) -> dict[str, Any]:
     document = {key: copy.deepcopy(value) for key, value in recorded.items()}
     document["definitions"] = definitions
     found: set[str] = set()
-    refs_of(document, found)
+    _refs_of(document, found)
     missing = sorted(found - set(definitions))
     if missing:
         raise SystemExit(f"unresolved $ref: {', '.join(missing)}")
