@@ -179,12 +179,7 @@ def _pod_cells(obj: JSONDict, age: Age) -> list[Cell]:
 
 
 def _containers(obj: JSONDict) -> tuple[str, str]:
-    template = _spec(obj).get("template") or {}
-    containers = (template.get("spec") or {}).get("containers") or []
-    return (
-        ",".join(c.get("name", "") for c in containers),
-        ",".join(c.get("image", "") for c in containers),
-    )
+    return _template_containers(_spec(obj).get("template"))
 
 
 def _selector(obj: JSONDict) -> str:
@@ -950,8 +945,8 @@ def _wide(name: str, description: str) -> JSONDict:
 
 
 _REPLICA_WIDE = [
-    _wide("Containers", "Names of each container in the template."),
-    _wide("Images", "Images referenced by each container in the template."),
+    cols._WIDE_CONTAINERS,
+    cols._WIDE_IMAGES,
     _wide(
         "Selector",
         "Label selector for pods. Existing ReplicaSets whose pods are selected "
