@@ -340,12 +340,10 @@ def run_builder_only(owners: int, per_owner: int, repeat: int) -> dict[str, Any]
 
 
 def across_processes(count: int) -> None:
-    """``--processes N``: this script run N times as it was called (without the option),
-    its lines printed as they come, then the spread of every rate per shape."""
-    argv = [a for a in sys.argv[1:] if not a.startswith("--processes")]
-    if "--processes" in sys.argv[1:]:  # (the value was the next argument)
-        i = sys.argv[1:].index("--processes")
-        del argv[i : i + 1]
+    """``--processes N``: this script run N times as it was called (each run with
+    ``--processes 1``, which overrides N: argparse keeps the last), its lines printed as
+    they come, then the spread of every rate per shape."""
+    argv = [*sys.argv[1:], "--processes", "1"]
     rates: dict[tuple[str, str], list[float]] = {}
     for _ in range(count):
         out = subprocess.run(
