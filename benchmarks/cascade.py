@@ -39,8 +39,9 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from _which_ownergc import checkout_unless_installed  # benchmarks/
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.extend(checkout_unless_installed())
 
 from ownergc.controller import GarbageCollector
 from ownergc_backends.kube import DEFAULT_BURST, DEFAULT_QPS, KubeStore

@@ -26,7 +26,10 @@ the bare builder alone, a few seconds a run; ``--processes N`` runs it all in N 
 processes in turn and adds each rate's lowest, median and highest over them).
 Prints one JSON object per line per shape; ``core`` says which graph core ran
 (``compiled``, what ``pip install .`` builds when a C compiler is present, or
-``pure``, with ``OWNERGC_PURE=1``).
+``pure``, with ``OWNERGC_PURE=1``). The ownergc measured is the installed one
+(a line on stderr says so when it is not this checkout); ``PYTHONPATH=<checkout>``
+measures a checkout instead, and a checkout with nothing installed is measured as it is
+(``benchmarks/_which_ownergc.py``).
 """
 
 from __future__ import annotations
@@ -40,13 +43,12 @@ import sys
 import time
 import tracemalloc
 import uuid
-from pathlib import Path
 from typing import Any
 
 import anyio
+from _which_ownergc import checkout_unless_installed  # benchmarks/
 
-# Measure the checkout this file is in, not whatever `ownergc` is installed.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.extend(checkout_unless_installed())
 
 from ownergc import GraphBuilder
 from ownergc._core.graph import COMPILED

@@ -30,10 +30,11 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _which_ownergc import checkout_unless_installed  # benchmarks/
+
+sys.path.extend(checkout_unless_installed())
 
 from ownergc_backends.memory import InMemoryStore
 

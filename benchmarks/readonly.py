@@ -34,8 +34,11 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from _which_ownergc import checkout_unless_installed  # benchmarks/
+
+#: The checkout, when no installed ownergc is measured instead (benchmarks/_which_ownergc.py).
+CHECKOUT = checkout_unless_installed()
+sys.path.extend(CHECKOUT)
 
 COMMANDS: dict[str, list[str]] = {
     "preview namespace/gdemo": ["preview", "--delete", "namespace/gdemo", "-o", "json"],
@@ -96,7 +99,9 @@ def _vm_hwm_mb(path: str) -> int | None:
 
 def run_measured(command: list[str], kubeconfig: Path) -> dict[str, Any]:
     """One command in a process of its own, with its own peak RSS (a fresh ``wait4``)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = dict(os.environ)
+    if CHECKOUT:  # (the measured ownergc: in the child as here)
+        env["PYTHONPATH"] = os.pathsep.join([*CHECKOUT, *filter(None, [env.get("PYTHONPATH")])])
     start = time.perf_counter()
     with (
         tempfile.TemporaryFile() as out,

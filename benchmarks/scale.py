@@ -60,8 +60,9 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from _which_ownergc import checkout_unless_installed  # benchmarks/
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.extend(checkout_unless_installed())
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ownergc.controller import GarbageCollector

@@ -57,9 +57,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from _which_ownergc import checkout_unless_installed  # benchmarks/
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+sys.path.extend(checkout_unless_installed())
 sys.path.insert(0, str(HERE))
 
 from cascade import _free_port, _http_get, _ready  # noqa: E402 - benchmarks/cascade.py
