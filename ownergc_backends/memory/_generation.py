@@ -52,11 +52,12 @@ empty objects and empty lists are left out (what the typed decoding drops for
 unstructured comparison does.
 
 Where that falls short of the typed comparison (a deliberate difference: the
-store keeps no types and applies no defaults): a plain field written with its
-zero value (``paused: false``, ``minReadySeconds: 0``) or with the value the
-server would default it to (``revisionHistoryLimit: 10``) where it was unset
-counts as a change here and bumps the generation; a real server, comparing
-decoded and defaulted objects, sees none. A pointer field (``replicas``) does
+store keeps no types): a plain field written with its zero value
+(``paused: false``, ``minReadySeconds: 0``) where it was unset counts as a
+change here and bumps the generation; a real server, comparing decoded
+objects, sees none. Defaults are not such a change: both objects compared
+have them (``_defaults.py``), so ``revisionHistoryLimit: 10`` written where
+it was unset changes nothing. A pointer field (``replicas``) does
 tell 0 from unset on both.
 """
 

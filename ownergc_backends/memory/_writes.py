@@ -49,6 +49,7 @@ from ._core import (
     not_found,
 )
 from ._crd import CRD_CLEANUP_FINALIZER, CRDServing, crd_serving, crd_status
+from ._defaults import apply_defaults, defaulted, prepare_for_create, prepare_for_update
 from ._deletion import (
     deletion_finalizers_for_garbage_collection,
     mark_as_deleting,
@@ -70,6 +71,7 @@ from ._patch import (
     json_equal,
 )
 from ._registry import CRD_KEY, ResourceRegistry
+from ._service_ips import allocate, in_use
 from ._storage import ObjectStorage
 from ._validation import (
     FINALIZER_FOREGROUND,
@@ -192,6 +194,7 @@ class WriteRules:
             )
         body = json_body(obj, "the object to create")
         check_type(bucket, body)
+        apply_defaults(spec.group, version, spec.resource, body)
         meta = decode_meta(body.get("metadata"))
         if spec.namespaced:
             own = meta.get("namespace")
@@ -304,6 +307,12 @@ class WriteRules:
                 stored[key] = value
         if "status" in spec.subresources:
             stored.pop("status", None)  # set through /status only
+        if not load and not spec.computed:
+            prepared = prepare_for_create(spec.group, version, spec.resource, stored)
+            if spec.group == "" and spec.resource == "services":
+                prepared += self._allocate_service(bucket, stored, None)
+            if prepared:
+                raise invalid(bucket, name, prepared)
         if spec.group == "" and spec.resource == "namespaces":
             ns_spec = stored.get("spec")
             ns_spec = dict(ns_spec) if isinstance(ns_spec, dict) else {}
@@ -349,6 +358,9 @@ class WriteRules:
         the object the update would leave (the stored rv kept), nothing written.
         """
         spec = bucket.spec
+        stored_version = str(existing["apiVersion"]).rpartition("/")[2]
+        if subresource != "status":  # (a copy: a patched body may share parts with existing)
+            body = defaulted(spec.group, stored_version, spec.resource, body)
         body = _split_status(existing, body, spec.subresources, subresource)
         old = _meta(existing)
         name = old["name"]
@@ -429,7 +441,6 @@ class WriteRules:
         )
         errors += validate_finalizers(finalizers)
         errors += validate_owner_references(meta.get("ownerReferences", []))
-        stored_version = str(existing["apiVersion"]).rpartition("/")[2]
         errors += self._custom_resource_errors(bucket, stored_version, body)
         if errors:
             raise invalid(bucket, name, errors)
@@ -442,6 +453,12 @@ class WriteRules:
             existing, new
         ):
             meta["generation"] = meta.get("generation", 0) + 1
+        if subresource != "status":
+            prepare_for_update(spec.group, spec.resource, existing, new)
+            if spec.group == "" and spec.resource == "services":
+                allocation_errors = self._allocate_service(bucket, new, existing)
+                if allocation_errors:
+                    raise invalid(bucket, name, allocation_errors)
 
         serving: CRDServing | None = None
         if self._registry.is_crd_bucket(bucket) and old_deletion is None:
@@ -465,6 +482,24 @@ class WriteRules:
         if serving is not None:
             self._crd_serve_locked(name, serving, wake)
         return out
+
+    def _allocate_service(
+        self, bucket: _Storage, service: JSONDict, existing: JSONDict | None
+    ) -> list[FieldError]:
+        """The Service registry's allocation for ``service`` (a create, or an update of
+        ``existing``): what every other stored Service holds is taken."""
+        spec = service.get("spec")
+        if not isinstance(spec, dict):
+            return []
+        others = (
+            obj
+            for objects in bucket.objects.values()
+            for obj in objects.values()
+            if obj is not existing
+        )
+        ips, ports = in_use(others)
+        old_spec = existing.get("spec") if existing is not None else None
+        return allocate(spec, ips, ports, old_spec if isinstance(old_spec, dict) else None)
 
     def _namespace_held(self, bucket: _Storage, obj: JSONDict) -> bool:
         """A terminating namespace stays while ``spec.finalizers`` is not empty

@@ -322,7 +322,7 @@ async def test_create_object_maps_apiversion_and_kind(store: InMemoryStore) -> N
             "spec": {"replicas": 1},
         }
     )
-    assert out["apiVersion"] == "apps/v1" and out["spec"] == {"replicas": 1}
+    assert out["apiVersion"] == "apps/v1" and out["spec"]["replicas"] == 1
     assert store.exists("apps/v1", "Deployment", "d", "default")
     with pytest.raises(RESTMappingError):
         await store.create_object({"apiVersion": "example.com/v1", "kind": "Nope", "metadata": {}})

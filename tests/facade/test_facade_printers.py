@@ -8,6 +8,7 @@ column holds the few seconds since the object was created.
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -44,9 +45,23 @@ def pod_template(name: str, image: str, **labels: str) -> dict[str, Any]:
 
 
 def create(server: KubeAPIServer, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    """Create ``body``; its ``status``, which a create resets (as the kinds' strategies
+    do), is then written as a controller would, by an update."""
     reply = request(server, "POST", path, body)
     assert reply.status == 201, reply.text
     created: dict[str, Any] = reply.json()
+    if "status" in body:
+        name = created["metadata"]["name"]
+        patch = {"status": body["status"]}
+        reply = request(
+            server,
+            "PATCH",
+            f"{path}/{name}",
+            patch,
+            headers={"Content-Type": "application/merge-patch+json"},
+        )
+        assert reply.status == 200, reply.text
+        created = reply.json()
     return created
 
 
@@ -101,6 +116,7 @@ def test_job_status_completions_and_duration(server: KubeAPIServer) -> None:
         "metadata": {"name": "pi"},
         "spec": {
             "completions": 1,
+            "manualSelector": True,
             "selector": {"matchLabels": {"job-name": "pi"}},
             "template": pod_template("pi", "perl:5.34", **{"job-name": "pi"}),
         },
@@ -508,7 +524,8 @@ def test_persistentvolumeclaim_bound_and_pending(server: KubeAPIServer) -> None:
         path,
         pending,
         PVC_COLUMNS,
-        ["later", "Pending", "", "", "", "standard", "<unset>", NEW, "<unset>"],
+        # (no volumeMode given: the server defaults it)
+        ["later", "Pending", "", "", "", "standard", "<unset>", NEW, "Filesystem"],
         wide=1,
     )
 
@@ -1243,22 +1260,26 @@ metadata:
   name: pi
 spec:
   completions: 1
-  selector: {matchLabels: {batch.kubernetes.io/controller-uid: 6f0c1a2e}}
   template:
-    metadata: {labels: {batch.kubernetes.io/controller-uid: 6f0c1a2e}}
     spec:
       restartPolicy: Never
       containers: [{name: pi, image: perl}]
-status:
-  succeeded: 1
-  startTime: "2024-01-01T00:00:00Z"
-  completionTime: "2024-01-01T00:00:42Z"
-  conditions: [{type: Complete, status: "True"}]
 """
+#: What the Job controller would write once the pod succeeded.
+JOB_DONE = {
+    "status": {
+        "succeeded": 1,
+        "startTime": "2024-01-01T00:00:00Z",
+        "completionTime": "2024-01-01T00:00:42Z",
+        "conditions": [{"type": "Complete", "status": "True"}],
+    }
+}
 
 
 def test_kubectl_get_jobs_prints_the_real_columns(kubectl: Kubectl) -> None:
     kubectl.run("apply", "-f", kubectl.manifest("job.yaml", JOB))
+    kubectl.run("patch", "job", "pi", "--type=merge", "-p", json.dumps(JOB_DONE))
+    uid = kubectl.run("get", "job", "pi", "-o", "jsonpath={.metadata.uid}").stdout.strip()
     lines = kubectl.run("get", "jobs").stdout.splitlines()
     assert lines[0].split() == ["NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"]
     assert lines[1].split()[:4] == ["pi", "Complete", "1/1", "42s"]
@@ -1273,8 +1294,8 @@ def test_kubectl_get_jobs_prints_the_real_columns(kubectl: Kubectl) -> None:
         "IMAGES",
         "SELECTOR",
     ]
-    # (a real server generates the selector; the facade does not default it, so it is given)
-    assert wide[1].split()[5:] == ["pi", "perl", "batch.kubernetes.io/controller-uid=6f0c1a2e"]
+    # the selector the server generated
+    assert wide[1].split()[5:] == ["pi", "perl", f"batch.kubernetes.io/controller-uid={uid}"]
 
 
 # --- flow control, CSI storage capacity ---

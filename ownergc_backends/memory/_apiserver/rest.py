@@ -20,6 +20,7 @@ from ownergc.errors import BadRequest, NotFound
 from ownergc.protocols import APIResource, JSONDict, PatchType, Preconditions
 
 from .._core import name_mismatch
+from .._defaults import defaulted
 from .._negotiation import (
     _META_GROUP,
     _HTTPError,
@@ -208,6 +209,15 @@ class WriteSteps:
         return await self.admission.admit(attrs)
 
 
+def decoded(resource: APIResource, obj: Any) -> Any:
+    """The object as the server decodes a write: with its kind's defaults (a copy when it
+    gets any, see :mod:`.._defaults`) and a Namespace's name label, before admission and
+    the field manager see it, so the writer of an Update owns what was defaulted."""
+    obj = defaulted(resource.group, resource.version, resource.resource, obj)
+    default_namespace_label(resource.group, resource.resource, obj)
+    return obj
+
+
 def _old_object(store: InMemoryStore, route: ResourceRoute) -> Callable[[], Awaitable[Any]]:
     async def read() -> JSONDict | None:
         assert route.name is not None
@@ -359,8 +369,7 @@ class CreateHandler:
         dry_run = self.writes.dry_run.dry_run(
             request.query.get("dryRun"), options_kind="CreateOptions"
         )
-        body = _body(ctx, "the object to create")
-        default_namespace_label(route.resource.group, route.resource.resource, body)
+        body = decoded(route.resource, _body(ctx, "the object to create"))
         attrs = await self.writes.admit(ctx, "CREATE", route, body, dry_run=dry_run)
         # The body as sent (the store answers a non-object with its own 400/422).
         obj: Any = self.writes.fields.on_write(attrs, manager_name(request))
@@ -393,7 +402,7 @@ class UpdateHandler:
                 name = meta.setdefault("name", route.name)
                 if name != route.name:
                     raise name_mismatch(name, route.name)
-        default_namespace_label(route.resource.group, route.resource.resource, body)
+        body = decoded(route.resource, body)
         attrs = await self.writes.admit(
             ctx, "UPDATE", route, body, dry_run=dry_run, old=_old_object(self.store, route)
         )
@@ -438,6 +447,7 @@ class PatchHandler:
         if content_type == APPLY_PATCH:
 
             async def admit(operation: str, obj: JSONDict, live: JSONDict | None) -> JSONDict:
+                obj = decoded(route.resource, obj)
                 attrs = await self.writes.admit(
                     ctx, operation, route, obj, dry_run=dry_run, old=_known(live)
                 )
@@ -476,7 +486,7 @@ class PatchHandler:
                 patch_type=patch_type,
                 namespace=route.namespace,
             )
-            default_namespace_label(route.resource.group, route.resource.resource, result)
+            result = decoded(route.resource, result)
             if self.writes.validation is not None and route.subresource is None:
                 self.writes.validation.patched(
                     ctx, route.resource, patch_type, document, result, first=attempt == 0

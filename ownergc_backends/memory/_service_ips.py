@@ -1,0 +1,192 @@
+"""A Service's cluster IP and node ports, as kube-apiserver's Service registry allocates them.
+
+The registry, not defaulting, gives a Service its ``clusterIP`` (and
+``clusterIPs``), a node port for every port of a NodePort or LoadBalancer
+Service, and a ``healthCheckNodePort`` to a LoadBalancer whose
+``externalTrafficPolicy`` is ``Local``; it refuses an address or port that is
+taken or outside its range, and on an update keeps what was allocated when
+the new object leaves it out (so ``kubectl apply`` of a manifest without a
+``clusterIP`` keeps it) and refuses a changed cluster IP.
+
+This server's ranges are kubeadm's and kind's defaults: services in
+``10.96.0.0/12`` (its first address kept for the ``kubernetes`` Service),
+node ports in 30000-32767. Addresses and ports are handed out lowest first
+(a real server picks at random), and a dry run is answered with the address
+it would get, nothing reserved.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable
+from typing import Any, Final
+
+from ownergc.protocols import JSONDict
+
+from ._validation import FieldError
+
+__all__ = ["NODE_PORTS", "SERVICE_CIDR", "allocate", "in_use"]
+
+SERVICE_CIDR: Final = ipaddress.IPv4Network("10.96.0.0/12")
+NODE_PORTS: Final = range(30000, 32768)
+#: The network's address, and the first host address (the ``kubernetes`` Service's).
+_RESERVED: Final = 2
+
+
+def in_use(services: Iterable[JSONDict]) -> tuple[set[str], set[int]]:
+    """The cluster IPs and node ports the given Services hold."""
+    ips: set[str] = set()
+    ports: set[int] = set()
+    for service in services:
+        spec = service.get("spec")
+        if not isinstance(spec, dict):
+            continue
+        for ip in spec.get("clusterIPs") or [spec.get("clusterIP")]:
+            if isinstance(ip, str) and ip not in ("", "None"):
+                ips.add(ip)
+        for port in spec.get("ports") or []:
+            if isinstance(port, dict) and isinstance(port.get("nodePort"), int):
+                ports.add(port["nodePort"])
+        if isinstance(spec.get("healthCheckNodePort"), int):
+            ports.add(spec["healthCheckNodePort"])
+    return ips, ports
+
+
+def _free_ip(used: set[str]) -> str | None:
+    first = int(SERVICE_CIDR.network_address) + _RESERVED
+    last = int(SERVICE_CIDR.broadcast_address)
+    for value in range(first, last):
+        candidate = str(ipaddress.IPv4Address(value))
+        if candidate not in used:
+            return candidate
+    return None
+
+
+def _free_port(used: set[int]) -> int | None:
+    return next((port for port in NODE_PORTS if port not in used), None)
+
+
+def _check_ip(ip: Any, used: set[str]) -> list[FieldError]:
+    try:
+        address = ipaddress.ip_address(ip)
+    except ValueError:
+        return []  # (the format is validation's)
+    if address not in SERVICE_CIDR:
+        detail = (
+            "failed to allocate IP "
+            f"{ip}: the provided IP ({ip}) is not in the valid range. "
+            f"The range of valid IPs is {SERVICE_CIDR}"
+        )
+        return [FieldError("spec.clusterIPs", "FieldValueInvalid", detail, [ip])]
+    if ip in used:
+        return [
+            FieldError(
+                "spec.clusterIPs",
+                "FieldValueInvalid",
+                f"failed to allocate IP {ip}: provided IP is already allocated",
+                [ip],
+            )
+        ]
+    return []
+
+
+def _needs_node_ports(spec: JSONDict) -> bool:
+    kind = spec.get("type")
+    return kind == "NodePort" or (
+        kind == "LoadBalancer" and spec.get("allocateLoadBalancerNodePorts") is not False
+    )
+
+
+def allocate(
+    spec: JSONDict, used_ips: set[str], used_ports: set[int], old_spec: JSONDict | None = None
+) -> list[FieldError]:
+    """Allocate in place what ``spec`` (a Service's, defaulted) is missing, given what
+    the other Services hold; ``old_spec``: the stored Service's, on an update.
+    Returns the registry's refusals."""
+    errors: list[FieldError] = []
+    kind = spec.get("type")
+    if kind == "ExternalName":
+        return errors
+    old = old_spec or {}
+    cluster_ip = spec.get("clusterIP")
+    old_ip = old.get("clusterIP")
+    if old_spec is not None and old_ip not in (None, "") and old.get("type") != "ExternalName":
+        if cluster_ip in (None, ""):
+            spec["clusterIP"] = old_ip
+            spec["clusterIPs"] = list(old.get("clusterIPs") or [old_ip])
+        elif cluster_ip != old_ip:
+            return [
+                FieldError(
+                    "spec.clusterIPs[0]",
+                    "FieldValueInvalid",
+                    "may not change once set",
+                    cluster_ip,
+                )
+            ]
+    elif cluster_ip in (None, ""):
+        free = _free_ip(used_ips)
+        if free is None:
+            return [
+                FieldError(
+                    "spec.clusterIPs", "FieldValueInvalid", "range is full", spec.get("clusterIPs")
+                )
+            ]
+        spec["clusterIP"] = free
+        spec["clusterIPs"] = [free]
+    elif cluster_ip != "None":
+        errors += _check_ip(cluster_ip, used_ips)
+    taken = set(used_ports)
+    old_ports = {
+        (p.get("port"), p.get("protocol", "TCP")): p.get("nodePort")
+        for p in old.get("ports") or []
+        if isinstance(p, dict)
+    }
+    needs_ports = _needs_node_ports(spec)
+    for index, port in enumerate(spec.get("ports") or []):
+        if not isinstance(port, dict):
+            continue
+        node_port = port.get("nodePort")
+        where = f"spec.ports[{index}].nodePort"
+        if not needs_ports:
+            if node_port not in (None, 0) and kind == "ClusterIP":
+                errors.append(
+                    FieldError(
+                        where, "FieldValueForbidden", "may not be used when `type` is 'ClusterIP'"
+                    )
+                )
+            continue
+        if node_port in (None, 0):
+            node_port = old_ports.get((port.get("port"), port.get("protocol", "TCP")))
+            if not isinstance(node_port, int) or node_port in taken:
+                node_port = _free_port(taken)
+            if node_port is None:
+                errors.append(FieldError(where, "FieldValueInvalid", "range is full", 0))
+                continue
+            port["nodePort"] = node_port
+        elif isinstance(node_port, int):
+            previously_ours = node_port in old_ports.values()
+            if node_port not in NODE_PORTS:
+                detail = (
+                    f"provided port is not in the valid range. The range of valid ports is "
+                    f"{NODE_PORTS.start}-{NODE_PORTS.stop - 1}"
+                )
+                errors.append(FieldError(where, "FieldValueInvalid", detail, node_port))
+                continue
+            if node_port in taken and not previously_ours:
+                errors.append(
+                    FieldError(
+                        where, "FieldValueInvalid", "provided port is already allocated", node_port
+                    )
+                )
+                continue
+        taken.add(node_port)
+    if (
+        kind == "LoadBalancer"
+        and spec.get("externalTrafficPolicy") == "Local"
+        and spec.get("healthCheckNodePort") in (None, 0)
+    ):
+        kept = old.get("healthCheckNodePort")
+        health = kept if isinstance(kept, int) and kept not in taken else _free_port(taken)
+        if health is not None:
+            spec["healthCheckNodePort"] = health
+    return errors

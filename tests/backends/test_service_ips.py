@@ -1,0 +1,140 @@
+"""Services get cluster IPs and node ports as the Service registry allocates them
+(ownergc_backends/memory/_service_ips.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ownergc.errors import Invalid
+from ownergc.protocols import APIResource, PatchType
+from ownergc_backends.memory import InMemoryStore
+
+pytestmark = pytest.mark.anyio
+
+
+def services(store: InMemoryStore) -> APIResource:
+    return store.resource_for("v1", "Service")
+
+
+async def create(store: InMemoryStore, name: str, **spec: Any) -> dict[str, Any]:
+    spec.setdefault("ports", [{"port": 80}])
+    body = {"metadata": {"name": name}, "spec": spec}
+    return await store.create(services(store), body, namespace="default")
+
+
+def cause(refused: pytest.ExceptionInfo[Invalid]) -> tuple[str, str]:
+    (only,) = refused.value.details["causes"]
+    return only["field"], only["message"]
+
+
+async def test_cluster_ips_are_allocated_once_each_and_freed_on_delete() -> None:
+    store = InMemoryStore()
+    first = await create(store, "a")
+    second = await create(store, "b")
+    assert first["spec"]["clusterIP"] == "10.96.0.2"
+    assert first["spec"]["clusterIPs"] == ["10.96.0.2"]
+    assert second["spec"]["clusterIP"] == "10.96.0.3"
+    await store.delete(services(store), "a", namespace="default")
+    third = await create(store, "c")
+    assert third["spec"]["clusterIP"] == "10.96.0.2"
+
+
+async def test_a_dry_run_shows_the_address_and_reserves_nothing() -> None:
+    store = InMemoryStore()
+    body = {"metadata": {"name": "a"}, "spec": {"ports": [{"port": 80}]}}
+    dry = await store.create(services(store), body, namespace="default", dry_run=True)
+    real = await create(store, "b")
+    assert dry["spec"]["clusterIP"] == real["spec"]["clusterIP"] == "10.96.0.2"
+
+
+async def test_a_requested_cluster_ip_must_be_free_and_in_range() -> None:
+    store = InMemoryStore()
+    chosen = await create(store, "dns", clusterIP="10.96.0.10")
+    assert chosen["spec"]["clusterIPs"] == ["10.96.0.10"]
+    with pytest.raises(Invalid) as taken:
+        await create(store, "again", clusterIP="10.96.0.10")
+    assert cause(taken) == (
+        "spec.clusterIPs",
+        'Invalid value: ["10.96.0.10"]: failed to allocate IP 10.96.0.10: provided IP is '
+        "already allocated",
+    )
+    with pytest.raises(Invalid) as outside:
+        await create(store, "outside", clusterIP="192.168.1.1")
+    assert "is not in the valid range. The range of valid IPs is 10.96.0.0/12" in cause(outside)[1]
+
+
+async def test_headless_and_external_name_services_get_no_address() -> None:
+    store = InMemoryStore()
+    headless = await create(store, "h", clusterIP="None", selector={"app": "a"})
+    assert headless["spec"]["clusterIPs"] == ["None"]
+    assert headless["spec"]["ipFamilyPolicy"] == "SingleStack"
+    open_headless = await create(store, "o", clusterIP="None")
+    assert open_headless["spec"]["ipFamilyPolicy"] == "RequireDualStack"
+    assert open_headless["spec"]["ipFamilies"] == ["IPv4"]
+    external = await create(store, "e", type="ExternalName", externalName="example.com", ports=[])
+    assert "clusterIP" not in external["spec"] and "ipFamilies" not in external["spec"]
+    assert (await create(store, "next"))["spec"]["clusterIP"] == "10.96.0.2"
+
+
+async def test_node_ports_for_node_port_and_load_balancer_services() -> None:
+    store = InMemoryStore()
+    node_port = await create(
+        store, "np", type="NodePort", ports=[{"port": 80, "name": "h"}, {"port": 443, "name": "s"}]
+    )
+    assert [p["nodePort"] for p in node_port["spec"]["ports"]] == [30000, 30001]
+    balanced = await create(store, "lb", type="LoadBalancer", externalTrafficPolicy="Local")
+    assert balanced["spec"]["ports"][0]["nodePort"] == 30002
+    assert balanced["spec"]["healthCheckNodePort"] == 30003
+    without = await create(store, "lb2", type="LoadBalancer", allocateLoadBalancerNodePorts=False)
+    assert "nodePort" not in without["spec"]["ports"][0]
+    with pytest.raises(Invalid) as taken:
+        await create(store, "clash", type="NodePort", ports=[{"port": 80, "nodePort": 30001}])
+    assert cause(taken) == (
+        "spec.ports[0].nodePort",
+        "Invalid value: 30001: provided port is already allocated",
+    )
+    with pytest.raises(Invalid) as outside:
+        await create(store, "low", type="NodePort", ports=[{"port": 80, "nodePort": 80}])
+    assert cause(outside)[1].endswith("The range of valid ports is 30000-32767")
+    with pytest.raises(Invalid) as forbidden:
+        await create(store, "cip", ports=[{"port": 80, "nodePort": 30100}])
+    assert cause(forbidden) == (
+        "spec.ports[0].nodePort",
+        "Forbidden: may not be used when `type` is 'ClusterIP'",
+    )
+
+
+async def test_an_update_keeps_what_was_allocated_and_refuses_a_new_cluster_ip() -> None:
+    store = InMemoryStore()
+    created = await create(store, "np", type="NodePort")
+    ip, port = created["spec"]["clusterIP"], created["spec"]["ports"][0]["nodePort"]
+    # a PUT of the manifest as written (kubectl replace): the allocation stays
+    again = {
+        "metadata": {"name": "np", "resourceVersion": created["metadata"]["resourceVersion"]},
+        "spec": {"type": "NodePort", "ports": [{"port": 80}], "selector": {"app": "b"}},
+    }
+    updated = await store.update(services(store), again, namespace="default")
+    assert updated["spec"]["clusterIP"] == ip
+    assert updated["spec"]["ports"][0]["nodePort"] == port
+    with pytest.raises(Invalid) as changed:
+        await store.patch(
+            services(store),
+            "np",
+            {"spec": {"clusterIP": "10.96.0.99", "clusterIPs": ["10.96.0.99"]}},
+            patch_type=PatchType.MERGE,
+            namespace="default",
+        )
+    assert cause(changed) == (
+        "spec.clusterIPs[0]",
+        'Invalid value: "10.96.0.99": may not change once set',
+    )
+    # a ClusterIP Service made a NodePort one gets its port then
+    plain = await create(store, "plain")
+    widened = await store.patch(
+        services(store), "plain", {"spec": {"type": "NodePort"}}, patch_type=PatchType.MERGE,
+        namespace="default",
+    )  # fmt: skip
+    assert widened["spec"]["clusterIP"] == plain["spec"]["clusterIP"]
+    assert widened["spec"]["ports"][0]["nodePort"] == 30001
