@@ -44,6 +44,7 @@ from typing import Any, Final
 
 from ownergc.protocols import JSONDict
 
+from ._patch import copy_json
 from ._validation import FieldError
 
 __all__ = [
@@ -88,6 +89,17 @@ def _default(parent: JSONDict, key: str, value: Any) -> None:
     """``parent[key] = value`` unless it holds something other than null/empty string."""
     if parent.get(key) in (None, ""):
         parent[key] = value
+
+
+def _of_spec(default_spec: Callable[[JSONDict, JSONDict, str], None]) -> Defaulter:
+    """A kind's defaulter that works on its ``spec`` (nothing to do without one)."""
+
+    def default(obj: JSONDict, version: str) -> None:
+        spec = _obj(obj, "spec")
+        if spec is not None:
+            default_spec(obj, spec, version)
+
+    return default
 
 
 # -- pods and pod templates ----------------------------------------------------
@@ -164,66 +176,100 @@ def _container(container: JSONDict, host_network_ports: bool) -> None:
                 _handler(handler)
 
 
-_VOLUME_SOURCES: Final = (
+_VOLUME_SOURCES: Final = frozenset((
     "hostPath", "emptyDir", "gcePersistentDisk", "awsElasticBlockStore", "gitRepo", "secret",
     "nfs", "iscsi", "glusterfs", "persistentVolumeClaim", "rbd", "flexVolume", "cinder",
     "cephfs", "flocker", "downwardAPI", "fc", "azureFile", "configMap", "vsphereVolume",
     "quobyte", "azureDisk", "photonPersistentDisk", "projected", "portworxVolume", "scaleIO",
     "storageos", "csi", "ephemeral", "image",
-)  # fmt: skip
+))  # fmt: skip
 
 
-def _volume_source(volume: JSONDict) -> None:
-    """A pod volume's or a persistent volume's source (shared volume types)."""
-    host_path = _obj(volume, "hostPath")
-    if host_path is not None and host_path.get("type") is None:
-        host_path["type"] = ""
-    iscsi = _obj(volume, "iscsi")
-    if iscsi is not None:
-        _default(iscsi, "iscsiInterface", "default")
-    rbd = _obj(volume, "rbd")
-    if rbd is not None:
-        _default(rbd, "pool", "rbd")
-        _default(rbd, "user", "admin")
-        _default(rbd, "keyring", "/etc/ceph/keyring")
-    azure_disk = _obj(volume, "azureDisk")
-    if azure_disk is not None:
-        for key, value in (
-            ("cachingMode", "ReadWrite"),
-            ("kind", "Shared"),
-            ("fsType", "ext4"),
-            ("readOnly", False),
-        ):
-            if azure_disk.get(key) is None:
-                azure_disk[key] = value
-    scale_io = _obj(volume, "scaleIO")
-    if scale_io is not None:
-        _default(scale_io, "storageMode", "ThinProvisioned")
-        _default(scale_io, "fsType", "xfs")
+def _host_path(source: JSONDict) -> None:
+    if source.get("type") is None:
+        source["type"] = ""
+
+
+def _iscsi(source: JSONDict) -> None:
+    _default(source, "iscsiInterface", "default")
+
+
+def _rbd(source: JSONDict) -> None:
+    _default(source, "pool", "rbd")
+    _default(source, "user", "admin")
+    _default(source, "keyring", "/etc/ceph/keyring")
+
+
+def _azure_disk(source: JSONDict) -> None:
+    for key, value in (
+        ("cachingMode", "ReadWrite"),
+        ("kind", "Shared"),
+        ("fsType", "ext4"),
+        ("readOnly", False),
+    ):
+        if source.get(key) is None:
+            source[key] = value
+
+
+def _scale_io(source: JSONDict) -> None:
+    _default(source, "storageMode", "ThinProvisioned")
+    _default(source, "fsType", "xfs")
+
+
+def _default_mode(source: JSONDict) -> None:
+    if source.get("defaultMode") is None:
+        source["defaultMode"] = 420  # 0644
+
+
+def _downward_api(source: JSONDict) -> None:
+    _default_mode(source)
+    for item in _objects(source, "items"):
+        _field_ref(item)
+
+
+def _projected(source: JSONDict) -> None:
+    _default_mode(source)
+    for projection in _objects(source, "sources"):
+        token = _obj(projection, "serviceAccountToken")
+        if token is not None and token.get("expirationSeconds") is None:
+            token["expirationSeconds"] = 3600
+        downward = _obj(projection, "downwardAPI")
+        if downward is not None:
+            for item in _objects(downward, "items"):
+                _field_ref(item)
+
+
+#: The volume sources a persistent volume shares with a pod, and their defaults.
+_SHARED_SOURCES: Final[dict[str, Callable[[JSONDict], None]]] = {
+    "hostPath": _host_path,
+    "iscsi": _iscsi,
+    "rbd": _rbd,
+    "azureDisk": _azure_disk,
+    "scaleIO": _scale_io,
+}
+#: A pod volume's sources with defaults.
+_POD_SOURCES: Final[dict[str, Callable[[JSONDict], None]]] = {
+    **_SHARED_SOURCES,
+    "secret": _default_mode,
+    "configMap": _default_mode,
+    "downwardAPI": _downward_api,
+    "projected": _projected,
+}
+
+
+def _sources(holder: JSONDict, defaulters: dict[str, Callable[[JSONDict], None]]) -> None:
+    """The defaults of the volume sources ``holder`` has (found by key, in C)."""
+    for key in holder.keys() & defaulters.keys():
+        source = holder[key]
+        if isinstance(source, dict):
+            defaulters[key](source)
 
 
 def _pod_volume(volume: JSONDict) -> None:
-    if not any(volume.get(key) is not None for key in _VOLUME_SOURCES):
+    if volume.keys().isdisjoint(_VOLUME_SOURCES):
         volume["emptyDir"] = {}
-    _volume_source(volume)
-    for key in ("secret", "configMap", "downwardAPI", "projected"):
-        source = _obj(volume, key)
-        if source is not None and source.get("defaultMode") is None:
-            source["defaultMode"] = 420  # 0644
-    downward = _obj(volume, "downwardAPI")
-    if downward is not None:
-        for item in _objects(downward, "items"):
-            _field_ref(item)
-    projected = _obj(volume, "projected")
-    if projected is not None:
-        for projection in _objects(projected, "sources"):
-            token = _obj(projection, "serviceAccountToken")
-            if token is not None and token.get("expirationSeconds") is None:
-                token["expirationSeconds"] = 3600
-            downward = _obj(projection, "downwardAPI")
-            if downward is not None:
-                for item in _objects(downward, "items"):
-                    _field_ref(item)
+        return
+    _sources(volume, _POD_SOURCES)
 
 
 def _pod_spec(spec: JSONDict, *, is_pod: bool) -> None:
@@ -259,10 +305,8 @@ def _pod_template(holder: JSONDict, key: str = "template") -> None:
         _pod_spec(spec, is_pod=False)
 
 
-def _pod(obj: JSONDict, version: str) -> None:
-    spec = _obj(obj, "spec")
-    if spec is None:
-        return
+@_of_spec
+def _pod(obj: JSONDict, spec: JSONDict, version: str) -> None:
     _pod_spec(spec, is_pod=True)
     if spec.get("enableServiceLinks") is None:
         spec["enableServiceLinks"] = True
@@ -296,10 +340,8 @@ def _revision_history(spec: JSONDict) -> None:
         spec["revisionHistoryLimit"] = 10
 
 
-def _deployment(obj: JSONDict, version: str) -> None:
-    spec = _obj(obj, "spec")
-    if spec is None:
-        return
+@_of_spec
+def _deployment(obj: JSONDict, spec: JSONDict, version: str) -> None:
     _replicas(spec)
     strategy = _ensure_obj(spec, "strategy")
     if strategy is not None:
@@ -316,18 +358,14 @@ def _deployment(obj: JSONDict, version: str) -> None:
     _pod_template(spec)
 
 
-def _replica_set(obj: JSONDict, version: str) -> None:
-    spec = _obj(obj, "spec")
-    if spec is None:
-        return
+@_of_spec
+def _replica_set(obj: JSONDict, spec: JSONDict, version: str) -> None:
     _replicas(spec)
     _pod_template(spec)
 
 
-def _replication_controller(obj: JSONDict, version: str) -> None:
-    spec = _obj(obj, "spec")
-    if spec is None:
-        return
+@_of_spec
+def _replication_controller(obj: JSONDict, spec: JSONDict, version: str) -> None:
     template = _obj(spec, "template")
     labels = template and _obj(template.get("metadata") or {}, "labels")
     if labels:
@@ -350,10 +388,8 @@ def _persistent_volume_claim_template(claim: JSONDict) -> None:
     _persistent_volume_claim(claim, "v1")
 
 
-def _stateful_set(obj: JSONDict, version: str) -> None:
-    spec = _obj(obj, "spec")
-    if spec is None:
-        return
+@_of_spec
+def _stateful_set(obj: JSONDict, spec: JSONDict, version: str) -> None:
     _default(spec, "podManagementPolicy", "OrderedReady")
     strategy = _ensure_obj(spec, "updateStrategy")
     if strategy is not None:
@@ -379,10 +415,8 @@ def _stateful_set(obj: JSONDict, version: str) -> None:
         _persistent_volume_claim_template(claim)
 
 
-def _daemon_set(obj: JSONDict, version: str) -> None:
-    spec = _obj(obj, "spec")
-    if spec is None:
-        return
+@_of_spec
+def _daemon_set(obj: JSONDict, spec: JSONDict, version: str) -> None:
     strategy = _ensure_obj(spec, "updateStrategy")
     if strategy is not None:
         _default(strategy, "type", "RollingUpdate")
@@ -416,10 +450,8 @@ def _job_spec(spec: JSONDict) -> None:
         spec["podReplacementPolicy"] = "Failed" if failure_policy else "TerminatingOrFailed"
 
 
-def _job(obj: JSONDict, version: str) -> None:
-    spec = _obj(obj, "spec")
-    if spec is None:
-        return
+@_of_spec
+def _job(obj: JSONDict, spec: JSONDict, version: str) -> None:
     _job_spec(spec)
     _pod_template(spec)
     # A Job without labels takes its template's (the very same map on the server, so
@@ -431,10 +463,8 @@ def _job(obj: JSONDict, version: str) -> None:
         meta["labels"] = dict(labels)
 
 
-def _cron_job(obj: JSONDict, version: str) -> None:
-    spec = _obj(obj, "spec")
-    if spec is None:
-        return
+@_of_spec
+def _cron_job(obj: JSONDict, spec: JSONDict, version: str) -> None:
     _default(spec, "concurrencyPolicy", "Allow")
     if spec.get("suspend") is None:
         spec["suspend"] = False
@@ -456,10 +486,8 @@ def _cron_job(obj: JSONDict, version: str) -> None:
 # -- services, storage, the rest of core ------------------------------------------
 
 
-def _service(obj: JSONDict, version: str) -> None:
-    spec = _obj(obj, "spec")
-    if spec is None:
-        return
+@_of_spec
+def _service(obj: JSONDict, spec: JSONDict, version: str) -> None:
     _default(spec, "sessionAffinity", "None")
     if spec["sessionAffinity"] == "None":
         spec.pop("sessionAffinityConfig", None)
@@ -532,7 +560,7 @@ def _persistent_volume(obj: JSONDict, version: str) -> None:
         _default(spec, "persistentVolumeReclaimPolicy", "Retain")
         if spec.get("volumeMode") is None:
             spec["volumeMode"] = "Filesystem"
-        _volume_source(spec)
+        _sources(spec, _SHARED_SOURCES)
     status = _ensure_obj(obj, "status")
     if status is not None:
         _default(status, "phase", "Pending")
@@ -544,10 +572,8 @@ def _endpoints(obj: JSONDict, version: str) -> None:
             _default(port, "protocol", "TCP")
 
 
-def _limit_range(obj: JSONDict, version: str) -> None:
-    spec = _obj(obj, "spec")
-    if spec is None:
-        return
+@_of_spec
+def _limit_range(obj: JSONDict, spec: JSONDict, version: str) -> None:
     for item in _objects(spec, "limits"):
         if item.get("type") != "Container":
             continue
@@ -566,10 +592,8 @@ def _limit_range(obj: JSONDict, version: str) -> None:
 # -- other groups ---------------------------------------------------------------
 
 
-def _hpa(obj: JSONDict, version: str) -> None:
-    spec = _obj(obj, "spec")
-    if spec is None:
-        return
+@_of_spec
+def _hpa(obj: JSONDict, spec: JSONDict, version: str) -> None:
     if spec.get("minReplicas") is None:
         spec["minReplicas"] = 1
     if version == "v1":
@@ -603,10 +627,8 @@ def _hpa(obj: JSONDict, version: str) -> None:
             scale_down["policies"] = [{"type": "Percent", "value": 100, "periodSeconds": 15}]
 
 
-def _network_policy(obj: JSONDict, version: str) -> None:
-    spec = _obj(obj, "spec")
-    if spec is None:
-        return
+@_of_spec
+def _network_policy(obj: JSONDict, spec: JSONDict, version: str) -> None:
     for direction in ("ingress", "egress"):
         for rule in _objects(spec, direction):
             for port in _objects(rule, "ports"):
@@ -689,10 +711,8 @@ def _mutating_webhooks(obj: JSONDict, version: str) -> None:
     _webhooks(obj, version, mutating=True)
 
 
-def _crd(obj: JSONDict, version: str) -> None:
-    spec = _obj(obj, "spec")
-    if spec is None:
-        return
+@_of_spec
+def _crd(obj: JSONDict, spec: JSONDict, version: str) -> None:
     conversion = _ensure_obj(spec, "conversion")
     if conversion is not None:
         _default(conversion, "strategy", "None")
@@ -752,7 +772,7 @@ def defaulted(group: str, version: str, resource: str, obj: Any) -> Any:
     (the caller's object may share parts with a stored one), else ``obj``."""
     if (group, resource) not in _DEFAULTERS or not isinstance(obj, dict):
         return obj
-    copied = copy.deepcopy(obj)
+    copied = copy_json(obj)
     _DEFAULTERS[(group, resource)](copied, version)
     return copied
 

@@ -49,7 +49,7 @@ from ._core import (
     not_found,
 )
 from ._crd import CRD_CLEANUP_FINALIZER, CRDServing, crd_serving, crd_status
-from ._defaults import apply_defaults, defaulted, prepare_for_create, prepare_for_update
+from ._defaults import apply_defaults, prepare_for_create, prepare_for_update
 from ._deletion import (
     deletion_finalizers_for_garbage_collection,
     mark_as_deleting,
@@ -359,8 +359,10 @@ class WriteRules:
         """
         spec = bucket.spec
         stored_version = str(existing["apiVersion"]).rpartition("/")[2]
-        if subresource != "status":  # (a copy: a patched body may share parts with existing)
-            body = defaulted(spec.group, stored_version, spec.resource, body)
+        if subresource != "status":
+            # (in place: the body is the caller's copy, or a patch's result, computed on
+            # a rendered copy of the stored object)
+            apply_defaults(spec.group, stored_version, spec.resource, body)
         body = _split_status(existing, body, spec.subresources, subresource)
         old = _meta(existing)
         name = old["name"]

@@ -20,7 +20,7 @@ from ownergc.errors import BadRequest, NotFound
 from ownergc.protocols import APIResource, JSONDict, PatchType, Preconditions
 
 from .._core import name_mismatch
-from .._defaults import defaulted
+from .._defaults import apply_defaults, defaulted
 from .._negotiation import (
     _META_GROUP,
     _HTTPError,
@@ -209,11 +209,16 @@ class WriteSteps:
         return await self.admission.admit(attrs)
 
 
-def decoded(resource: APIResource, obj: Any) -> Any:
-    """The object as the server decodes a write: with its kind's defaults (a copy when it
-    gets any, see :mod:`.._defaults`) and a Namespace's name label, before admission and
-    the field manager see it, so the writer of an Update owns what was defaulted."""
-    obj = defaulted(resource.group, resource.version, resource.resource, obj)
+def decoded(resource: APIResource, obj: Any, *, owned: bool = True) -> Any:
+    """The object as the server decodes a write: with its kind's defaults (see
+    :mod:`.._defaults`) and a Namespace's name label, before admission and the field
+    manager see it, so the writer of an Update owns what was defaulted. ``owned``: the
+    object is the handler's own (a decoded body, a patch's result), changed in place;
+    otherwise a defaulted copy is returned."""
+    if owned:
+        apply_defaults(resource.group, resource.version, resource.resource, obj)
+    else:
+        obj = defaulted(resource.group, resource.version, resource.resource, obj)
     default_namespace_label(resource.group, resource.resource, obj)
     return obj
 
@@ -447,7 +452,7 @@ class PatchHandler:
         if content_type == APPLY_PATCH:
 
             async def admit(operation: str, obj: JSONDict, live: JSONDict | None) -> JSONDict:
-                obj = decoded(route.resource, obj)
+                obj = decoded(route.resource, obj, owned=False)
                 attrs = await self.writes.admit(
                     ctx, operation, route, obj, dry_run=dry_run, old=_known(live)
                 )
