@@ -52,9 +52,9 @@ def test_a_checkout_nothing_installed_is_measured_as_it_is(tmp_path: Path) -> No
 
 
 def test_graph_benchmark_reports_the_core_this_interpreter_imports() -> None:
+    command = [sys.executable, str(BENCHMARKS / "graph.py"), "--builder-only"]
     done = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "graph.py"), "--builder-only"]
-        + ["--shapes", "20x2", "--repeat", "1"],
+        [*command, "--shapes", "20x2", "--repeat", "1"],
         capture_output=True,
         text=True,
         check=True,
