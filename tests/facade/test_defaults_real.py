@@ -31,14 +31,6 @@ VOLATILE = re.compile(r"metadata\.(uid|creationTimestamp|resourceVersion|managed
 
 #: Paths (regular expressions, per kind) the real answer has and serve's does not.
 REAL_ONLY: dict[str, tuple[str, ...]] = {
-    # Admission plugins of a default-configured apiserver: ServiceAccount, Priority,
-    # DefaultTolerationSeconds (serve runs none of them).
-    "Pod": (
-        r"spec\.serviceAccount(Name)?$",
-        r"spec\.priority$",
-        r"spec\.preemptionPolicy$",
-        r"spec\.tolerations\b",
-    ),
     # StorageObjectInUseProtection (admission): nothing in serve would remove them.
     "PersistentVolumeClaim": (r"metadata\.finalizers\b",),
     "PersistentVolume": (r"metadata\.finalizers\b",),

@@ -30,6 +30,7 @@ from .._objects import NAMESPACE_NAME_LABEL
 from .._resources import BUILTIN_RESOURCES
 from ..store import InMemoryStore
 from .admission import AdmissionAttributes, AdmissionChain
+from .podadmission import PodAdmission
 
 __all__ = [
     "MutatingWebhooks",
@@ -206,8 +207,10 @@ def webhook_admission(
     store: InMemoryStore, *, caller: _webhooks.WebhookCaller | None = None
 ) -> AdmissionChain:
     """The admission chain kube-apiserver runs by default, as far as the facade has it:
-    the two webhook plugins (``caller`` replaces the HTTPS POST, for tests)."""
+    the Pod plugins (:mod:`.podadmission`), then the two webhook plugins (``caller``
+    replaces the HTTPS POST, for tests)."""
     dispatcher = _webhooks.WebhookAdmission(StoreWebhookSource(store), caller=caller)
     return AdmissionChain(
-        [MutatingWebhooks(store, dispatcher)], [ValidatingWebhooks(store, dispatcher)]
+        [PodAdmission(store), MutatingWebhooks(store, dispatcher)],
+        [ValidatingWebhooks(store, dispatcher)],
     )
