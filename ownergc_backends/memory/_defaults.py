@@ -945,6 +945,7 @@ DAEMON_SET_TEMPLATE_GENERATION: Final = "deprecated.daemonset.template.generatio
 _PREPARERS: Final[dict[tuple[str, str], Preparer]] = {
     ("", "pods"): _prepare_pod,
     ("", "persistentvolumes"): _prepare_persistent_volume,
+    ("", "persistentvolumeclaims"): _prepare_status({"phase": "Pending"}),
     ("", "replicationcontrollers"): _prepare_status({"replicas": 0}),
     ("", "services"): _prepare_status({"loadBalancer": {}}),
     ("", "resourcequotas"): _prepare_status({}),

@@ -8,6 +8,7 @@ what a CRD with conversion strategy ``None`` does).
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -135,6 +136,43 @@ _CREATE_ONLY = frozenset({"create"})
 _RBAC = "rbac.authorization.k8s.io"
 _FLOWCONTROL = "flowcontrol.apiserver.k8s.io"
 _ADMISSION = "admissionregistration.k8s.io"
+
+#: The built-in resources with a ``status`` subresource, as a real v1.24 server's
+#: discovery lists them (tests/data: the recorded discovery): a create resets the
+#: status and an update of the object keeps the stored one; ``/status`` writes it.
+#: Not here, though kube-apiserver has them: namespaces, CRDs and APIServices,
+#: whose status serve's own controllers keep.
+_WITH_STATUS: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("", "pods"),
+        ("", "services"),
+        ("", "nodes"),
+        ("", "persistentvolumeclaims"),
+        ("", "persistentvolumes"),
+        ("", "replicationcontrollers"),
+        ("", "resourcequotas"),
+        ("apps", "deployments"),
+        ("apps", "replicasets"),
+        ("apps", "statefulsets"),
+        ("apps", "daemonsets"),
+        ("batch", "jobs"),
+        ("batch", "cronjobs"),
+        ("autoscaling", "horizontalpodautoscalers"),
+        ("policy", "poddisruptionbudgets"),
+        ("networking.k8s.io", "ingresses"),
+        ("certificates.k8s.io", "certificatesigningrequests"),
+        ("storage.k8s.io", "volumeattachments"),
+        ("flowcontrol.apiserver.k8s.io", "flowschemas"),
+        ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations"),
+    }
+)
+
+
+def _with_status(spec: ResourceSpec) -> ResourceSpec:
+    if (spec.group, spec.resource) not in _WITH_STATUS:
+        return spec
+    return dataclasses.replace(spec, subresources=spec.subresources | {"status"})
+
 
 #: Served from the start, in discovery order.
 BUILTIN_RESOURCES: tuple[ResourceSpec, ...] = (
@@ -325,3 +363,4 @@ BUILTIN_RESOURCES: tuple[ResourceSpec, ...] = (
         namespaced=False,
     ),
 )
+BUILTIN_RESOURCES = tuple(_with_status(spec) for spec in BUILTIN_RESOURCES)

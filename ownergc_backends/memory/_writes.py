@@ -305,8 +305,8 @@ class WriteRules:
         for key, value in body.items():
             if key not in ("apiVersion", "kind", "metadata"):
                 stored[key] = value
-        if "status" in spec.subresources:
-            stored.pop("status", None)  # set through /status only
+        if "status" in spec.subresources and not load:
+            stored.pop("status", None)  # set through /status only (a copy keeps its own)
         if not load and not spec.computed:
             prepared = prepare_for_create(spec.group, version, spec.resource, stored)
             if spec.group == "" and spec.resource == "services":

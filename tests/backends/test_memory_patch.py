@@ -699,9 +699,14 @@ async def test_generation_bumps_only_on_spec_changes(store: InMemoryStore) -> No
     assert labelled["metadata"]["generation"] == 1
     assert int(labelled["metadata"]["resourceVersion"]) == rv0 + 1
     status = await store.patch(
-        deployments, "d", {"status": {"replicas": 1}}, patch_type=MERGE, namespace="default"
+        deployments,
+        "d",
+        {"status": {"replicas": 1}},
+        patch_type=MERGE,
+        namespace="default",
+        subresource="status",
     )
-    assert status["metadata"]["generation"] == 1
+    assert status["metadata"]["generation"] == 1 and status["status"] == {"replicas": 1}
     spec = await store.patch(
         deployments, "d", {"spec": {"replicas": 2}}, patch_type=MERGE, namespace="default"
     )
