@@ -120,7 +120,7 @@ def allocate(
                     "spec.clusterIPs[0]",
                     "FieldValueInvalid",
                     "may not change once set",
-                    cluster_ip,
+                    spec.get("clusterIPs") or [cluster_ip],
                 )
             ]
     elif cluster_ip in (None, ""):

@@ -128,7 +128,7 @@ async def test_an_update_keeps_what_was_allocated_and_refuses_a_new_cluster_ip()
         )
     assert cause(changed) == (
         "spec.clusterIPs[0]",
-        'Invalid value: "10.96.0.99": may not change once set',
+        'Invalid value: ["10.96.0.99"]: may not change once set',
     )
     # a ClusterIP Service made a NodePort one gets its port then
     plain = await create(store, "plain")
