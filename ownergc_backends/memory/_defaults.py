@@ -48,6 +48,7 @@ from ._patch import copy_json
 from ._validation import FieldError
 
 __all__ = [
+    "STATUS_KEPT_ON_CREATE",
     "apply_defaults",
     "defaulted",
     "has_defaults",
@@ -239,6 +240,13 @@ def _projected(source: JSONDict) -> None:
                 _field_ref(item)
 
 
+def _ephemeral(source: JSONDict) -> None:
+    template = _obj(source, "volumeClaimTemplate")
+    spec = _obj(template, "spec") if template is not None else None
+    if spec is not None:
+        _claim_spec(spec)
+
+
 #: The volume sources a persistent volume shares with a pod, and their defaults.
 _SHARED_SOURCES: Final[dict[str, Callable[[JSONDict], None]]] = {
     "hostPath": _host_path,
@@ -254,6 +262,7 @@ _POD_SOURCES: Final[dict[str, Callable[[JSONDict], None]]] = {
     "configMap": _default_mode,
     "downwardAPI": _downward_api,
     "projected": _projected,
+    "ephemeral": _ephemeral,
 }
 
 
@@ -281,6 +290,11 @@ def _pod_spec(spec: JSONDict, *, is_pod: bool) -> None:
     if spec.get("terminationGracePeriodSeconds") is None:
         spec["terminationGracePeriodSeconds"] = 30
     _default(spec, "schedulerName", "default-scheduler")
+    # (the v1 conversion: the deprecated serviceAccount mirrors serviceAccountName,
+    # which it stands in for when only it is given)
+    account = spec.get("serviceAccountName") or spec.get("serviceAccount")
+    if isinstance(account, str) and account:
+        spec["serviceAccountName"] = spec["serviceAccount"] = account
     host_network_ports = is_pod and spec.get("hostNetwork") is True
     for key in ("containers", "initContainers"):
         for container in _objects(spec, key):
@@ -445,6 +459,9 @@ def _job_spec(spec: JSONDict) -> None:
     _default(spec, "completionMode", "NonIndexed")  # (1.22+)
     if spec.get("suspend") is None:  # (1.22+)
         spec["suspend"] = False
+    for rule in _objects(_obj(spec, "podFailurePolicy") or {}, "rules"):
+        for condition in _objects(rule, "onPodConditions"):
+            _default(condition, "status", "True")
     if spec.get("podReplacementPolicy") in (None, ""):  # (1.29+, beta on by default)
         failure_policy = spec.get("podFailurePolicy") is not None
         spec["podReplacementPolicy"] = "Failed" if failure_policy else "TerminatingOrFailed"
@@ -504,8 +521,8 @@ def _service(obj: JSONDict, spec: JSONDict, version: str) -> None:
             number = port.get("port")
             if number is not None:
                 port["targetPort"] = number
-    if kind in ("NodePort", "LoadBalancer"):
-        _default(spec, "externalTrafficPolicy", "Cluster")
+    if kind in ("NodePort", "LoadBalancer") or (kind == "ClusterIP" and spec.get("externalIPs")):
+        _default(spec, "externalTrafficPolicy", "Cluster")  # (externalIPs: 1.28+)
     if kind == "LoadBalancer" and spec.get("allocateLoadBalancerNodePorts") is None:
         spec["allocateLoadBalancerNodePorts"] = True
     if kind != "ExternalName":
@@ -545,10 +562,22 @@ def _secret(obj: JSONDict, version: str) -> None:
         obj["data"] = data
 
 
+def _claim_spec(spec: JSONDict) -> None:
+    """A PersistentVolumeClaimSpec (a claim's, a claim template's)."""
+    if spec.get("volumeMode") is None:
+        spec["volumeMode"] = "Filesystem"
+    # (1.24+, AnyVolumeDataSource: the two data source fields mirror each other)
+    source, ref = spec.get("dataSource"), spec.get("dataSourceRef")
+    if isinstance(source, dict) and ref is None:
+        spec["dataSourceRef"] = dict(source)
+    elif isinstance(ref, dict) and source is None and not ref.get("namespace"):
+        spec["dataSource"] = {k: v for k, v in ref.items() if k != "namespace"}
+
+
 def _persistent_volume_claim(obj: JSONDict, version: str) -> None:
     spec = _obj(obj, "spec")
-    if spec is not None and spec.get("volumeMode") is None:
-        spec["volumeMode"] = "Filesystem"
+    if spec is not None:
+        _claim_spec(spec)
     status = _ensure_obj(obj, "status")
     if status is not None:
         _default(status, "phase", "Pending")
@@ -577,16 +606,18 @@ def _limit_range(obj: JSONDict, spec: JSONDict, version: str) -> None:
     for item in _objects(spec, "limits"):
         if item.get("type") != "Container":
             continue
-        default = _ensure_obj(item, "default")
-        default_request = _ensure_obj(item, "defaultRequest")
-        if default is None or default_request is None:
-            continue
+        default = dict(_obj(item, "default") or {})
         for name, quantity in (_obj(item, "max") or {}).items():
             default.setdefault(name, quantity)
+        request = dict(_obj(item, "defaultRequest") or {})
         for name, quantity in default.items():
-            default_request.setdefault(name, quantity)
+            request.setdefault(name, quantity)
         for name, quantity in (_obj(item, "min") or {}).items():
-            default_request.setdefault(name, quantity)
+            request.setdefault(name, quantity)
+        # (empty maps are not printed)
+        for key, value in (("default", default), ("defaultRequest", request)):
+            if value:
+                item[key] = value
 
 
 # -- other groups ---------------------------------------------------------------
@@ -638,6 +669,13 @@ def _network_policy(obj: JSONDict, spec: JSONDict, version: str) -> None:
         if spec.get("egress"):
             types.append("Egress")
         spec["policyTypes"] = types
+
+
+@_of_spec
+def _ingress_class(obj: JSONDict, spec: JSONDict, version: str) -> None:
+    parameters = _obj(spec, "parameters")
+    if parameters is not None:
+        _default(parameters, "scope", "Cluster")  # (1.22+)
 
 
 def _binding(obj: JSONDict, version: str) -> None:
@@ -716,6 +754,11 @@ def _crd(obj: JSONDict, spec: JSONDict, version: str) -> None:
     conversion = _ensure_obj(spec, "conversion")
     if conversion is not None:
         _default(conversion, "strategy", "None")
+        webhook = _obj(conversion, "webhook")
+        client = webhook and _obj(webhook, "clientConfig")
+        service = client and _obj(client, "service")
+        if service and service.get("port") is None:
+            service["port"] = 443
     names = _obj(spec, "names")
     if names is not None:
         kind = names.get("kind")
@@ -743,6 +786,7 @@ _DEFAULTERS: Final[dict[tuple[str, str], Defaulter]] = {
     ("batch", "cronjobs"): _cron_job,
     ("autoscaling", "horizontalpodautoscalers"): _hpa,
     ("networking.k8s.io", "networkpolicies"): _network_policy,
+    ("networking.k8s.io", "ingressclasses"): _ingress_class,
     ("rbac.authorization.k8s.io", "rolebindings"): _binding,
     ("rbac.authorization.k8s.io", "clusterrolebindings"): _binding,
     ("storage.k8s.io", "storageclasses"): _storage_class,
@@ -815,29 +859,31 @@ _QOS_RESOURCES: Final = ("cpu", "memory")
 
 
 def qos_class(pod_spec: JSONDict) -> str:
-    """A pod's QoS class from its containers' cpu and memory requests and limits (after
-    requests were defaulted from limits): Guaranteed when every container limits both
-    and requests what it limits, BestEffort when none requests or limits either,
-    Burstable otherwise."""
-    requested = limited = False
-    guaranteed = True
+    """A pod's QoS class from its containers' cpu and memory (after requests were
+    defaulted from limits), counted over all its containers together: BestEffort when
+    none requests or limits either; Guaranteed when every container limits both and the
+    pod's total request of each equals its total limit; Burstable otherwise."""
+    requests: dict[str, Fraction] = {}
+    limits: dict[str, Fraction] = {}
+    every_container_limits_both = True
     for key in ("containers", "initContainers"):
         for container in _objects(pod_spec, key):
             resources = _obj(container, "resources") or {}
-            requests = _obj(resources, "requests") or {}
-            limits = _obj(resources, "limits") or {}
-            for name in _QOS_RESOURCES:
-                request = quantity_value(requests.get(name))
-                limit = quantity_value(limits.get(name))
-                if request:
-                    requested = True
-                if limit:
-                    limited = True
-                if not limit or request != limit:
-                    guaranteed = False
-    if not requested and not limited:
+            limited = set()
+            for kind, totals in (("requests", requests), ("limits", limits)):
+                for name in _QOS_RESOURCES:
+                    value = quantity_value((_obj(resources, kind) or {}).get(name))
+                    if value is not None and value > 0:
+                        totals[name] = totals.get(name, Fraction(0)) + value
+                        if kind == "limits":
+                            limited.add(name)
+            if limited != set(_QOS_RESOURCES):
+                every_container_limits_both = False
+    if not requests and not limits:
         return "BestEffort"
-    return "Guaranteed" if guaranteed and limited else "Burstable"
+    if every_container_limits_both and requests == limits:
+        return "Guaranteed"
+    return "Burstable"
 
 
 def _prepare_pod(obj: JSONDict, version: str, uid: str) -> list[FieldError]:
@@ -851,7 +897,7 @@ def _prepare_pod(obj: JSONDict, version: str, uid: str) -> list[FieldError]:
                 "reason": "SchedulingGated",
                 "message": "Scheduling is blocked due to non-empty scheduling gates",
                 "lastProbeTime": None,
-                "lastTransitionTime": None,
+                "lastTransitionTime": (obj.get("metadata") or {}).get("creationTimestamp"),
             }
         ]
     obj["status"] = status
@@ -884,13 +930,16 @@ def _prepare_job(obj: JSONDict, version: str, uid: str) -> list[FieldError]:
             template["metadata"] = template_meta
     before = _obj(template_meta, "labels") or {}
     name = meta.get("name", "")
-    generated = {JOB_UID_LABEL: uid, JOB_NAME_LABEL: name, "controller-uid": uid, "job-name": name}
-    template_meta["labels"] = {**before, **generated}
+    expected = {JOB_UID_LABEL: uid, JOB_NAME_LABEL: name, "controller-uid": uid, "job-name": name}
+    # The generated labels join the template's; one the client set is kept (and then
+    # refused below when it differs).
+    labels = {**expected, **before}
+    template_meta["labels"] = labels
     # The Job's labels, when defaulting gave it its template's, are that same map.
     if not meta.get("labels") or meta.get("labels") == before:
-        meta["labels"] = dict(template_meta["labels"])
-    # The generated key joins whatever selector was sent, which then must be that key
-    # alone: a selector of one's own needs manualSelector: true.
+        meta["labels"] = dict(labels)
+    # The generated key joins whatever selector was sent; the selector must then
+    # select the generated labels (a selector of one's own needs manualSelector: true).
     selector = spec.get("selector")
     selector = dict(selector) if isinstance(selector, dict) else {}
     match_labels = selector.get("matchLabels")
@@ -898,13 +947,44 @@ def _prepare_job(obj: JSONDict, version: str, uid: str) -> list[FieldError]:
     match_labels.setdefault(JOB_UID_LABEL, uid)
     selector["matchLabels"] = match_labels
     spec["selector"] = selector
-    if selector != {"matchLabels": {JOB_UID_LABEL: uid}}:
-        return [
+    errors = [
+        FieldError(
+            "spec.template.metadata.labels",
+            "FieldValueInvalid",
+            f"must be '{key}={value}'",
+            labels,
+        )
+        for key, value in expected.items()
+        if labels.get(key) != value
+    ]
+    if not selects(selector, expected):
+        errors.append(
             FieldError(
                 "spec.selector", "FieldValueInvalid", "`selector` not auto-generated", selector
             )
-        ]
-    return []
+        )
+    return errors
+
+
+def selects(selector: JSONDict, labels: dict[str, str]) -> bool:
+    """Whether a label selector (matchLabels and matchExpressions) selects ``labels``."""
+    match_labels = selector.get("matchLabels") or {}
+    if any(labels.get(key) != value for key, value in match_labels.items()):
+        return False
+    for requirement in selector.get("matchExpressions") or []:
+        if not isinstance(requirement, dict):
+            return False
+        key, operator = requirement.get("key"), requirement.get("operator")
+        values = requirement.get("values") or []
+        value = labels.get(key) if isinstance(key, str) else None
+        present = value is not None
+        if operator == "In" and not (present and value in values):
+            return False
+        if operator == "NotIn" and present and value in values:
+            return False
+        if (operator == "Exists") is not present and operator in ("Exists", "DoesNotExist"):
+            return False
+    return True
 
 
 def _prepare_status(status: JSONDict) -> Preparer:
@@ -926,7 +1006,9 @@ def _prepare_daemon_set(obj: JSONDict, version: str, uid: str) -> list[FieldErro
     if meta is not None:
         annotations = meta.get("annotations")
         annotations = dict(annotations) if isinstance(annotations, dict) else {}
-        annotations[DAEMON_SET_TEMPLATE_GENERATION] = str(meta.get("generation", 1))
+        given = annotations.get(DAEMON_SET_TEMPLATE_GENERATION)
+        kept = isinstance(given, str) and given.isdigit() and int(given) >= 1
+        annotations[DAEMON_SET_TEMPLATE_GENERATION] = given if kept else "1"
         meta["annotations"] = annotations
     return []
 
@@ -960,7 +1042,13 @@ _PREPARERS: Final[dict[tuple[str, str], Preparer]] = {
         {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}
     ),
     ("networking.k8s.io", "ingresses"): _prepare_status({"loadBalancer": {}}),
+    ("storage.k8s.io", "volumeattachments"): _prepare_status({"attached": False}),
 }
+
+
+#: Kinds with a status subresource whose create keeps the status sent (a kubelet
+#: registers its Node with one).
+STATUS_KEPT_ON_CREATE: Final = frozenset({("", "nodes")})
 
 
 def prepare_for_create(group: str, version: str, resource: str, obj: JSONDict) -> list[FieldError]:

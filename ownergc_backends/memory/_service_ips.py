@@ -142,6 +142,8 @@ def allocate(
         if isinstance(p, dict)
     }
     needs_ports = _needs_node_ports(spec)
+    #: One node port per port number (TCP and UDP 53 share theirs), as the registry keys them.
+    by_number: dict[Any, int] = {}
     for index, port in enumerate(spec.get("ports") or []):
         if not isinstance(port, dict):
             continue
@@ -156,9 +158,11 @@ def allocate(
                 )
             continue
         if node_port in (None, 0):
-            node_port = old_ports.get((port.get("port"), port.get("protocol", "TCP")))
-            if not isinstance(node_port, int) or node_port in taken:
-                node_port = _free_port(taken)
+            node_port = by_number.get(port.get("port"))
+            if node_port is None:
+                node_port = old_ports.get((port.get("port"), port.get("protocol", "TCP")))
+                if not isinstance(node_port, int) or node_port in taken:
+                    node_port = _free_port(taken)
             if node_port is None:
                 errors.append(FieldError(where, "FieldValueInvalid", "range is full", 0))
                 continue
@@ -172,7 +176,8 @@ def allocate(
                 )
                 errors.append(FieldError(where, "FieldValueInvalid", detail, node_port))
                 continue
-            if node_port in taken and not previously_ours:
+            shared = by_number.get(port.get("port")) == node_port
+            if node_port in taken and not previously_ours and not shared:
                 errors.append(
                     FieldError(
                         where, "FieldValueInvalid", "provided port is already allocated", node_port
@@ -180,6 +185,7 @@ def allocate(
                 )
                 continue
         taken.add(node_port)
+        by_number.setdefault(port.get("port"), node_port)
     if (
         kind == "LoadBalancer"
         and spec.get("externalTrafficPolicy") == "Local"

@@ -49,7 +49,12 @@ from ._core import (
     not_found,
 )
 from ._crd import CRD_CLEANUP_FINALIZER, CRDServing, crd_serving, crd_status
-from ._defaults import apply_defaults, prepare_for_create, prepare_for_update
+from ._defaults import (
+    STATUS_KEPT_ON_CREATE,
+    apply_defaults,
+    prepare_for_create,
+    prepare_for_update,
+)
 from ._deletion import (
     deletion_finalizers_for_garbage_collection,
     mark_as_deleting,
@@ -305,7 +310,11 @@ class WriteRules:
         for key, value in body.items():
             if key not in ("apiVersion", "kind", "metadata"):
                 stored[key] = value
-        if "status" in spec.subresources and not load:
+        if (
+            "status" in spec.subresources
+            and not load
+            and (spec.group, spec.resource) not in STATUS_KEPT_ON_CREATE
+        ):
             stored.pop("status", None)  # set through /status only (a copy keeps its own)
         if not load and not spec.computed:
             prepared = prepare_for_create(spec.group, version, spec.resource, stored)

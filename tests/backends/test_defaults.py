@@ -332,3 +332,110 @@ async def test_a_job_s_own_selector_needs_manual_selector() -> None:
     (cause,) = refused.value.details["causes"]
     assert cause["field"] == "spec.selector"
     assert "`selector` not auto-generated" in cause["message"]
+
+
+def _defaulted(group: str, version: str, resource: str, obj: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(obj)
+    apply_defaults(group, version, resource, out)
+    return out
+
+
+def test_the_deprecated_service_account_field_mirrors_the_name_in_templates_too() -> None:
+    template = {"spec": {"serviceAccount": "builder", "containers": [{"name": "c", "image": "x"}]}}
+    rs = _defaulted("apps", "v1", "replicasets", {"spec": {"template": template}})
+    spec = rs["spec"]["template"]["spec"]
+    assert (spec["serviceAccountName"], spec["serviceAccount"]) == ("builder", "builder")
+
+
+def test_the_smaller_defaults_the_review_found() -> None:
+    svc = _defaulted(
+        "", "v1", "services", {"spec": {"externalIPs": ["1.2.3.4"], "ports": [{"port": 80}]}}
+    )
+    assert svc["spec"]["externalTrafficPolicy"] == "Cluster"
+    job = _defaulted(
+        "batch",
+        "v1",
+        "jobs",
+        {
+            "spec": {
+                "podFailurePolicy": {
+                    "rules": [
+                        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}
+                    ]
+                }
+            }
+        },
+    )
+    assert job["spec"]["podFailurePolicy"]["rules"][0]["onPodConditions"][0]["status"] == "True"
+    assert job["spec"]["podReplacementPolicy"] == "Failed"
+    snapshot = {"kind": "VolumeSnapshot", "name": "s", "apiGroup": "snapshot.storage.k8s.io"}
+    claim = _defaulted("", "v1", "persistentvolumeclaims", {"spec": {"dataSource": snapshot}})
+    assert claim["spec"]["dataSourceRef"] == claim["spec"]["dataSource"]
+    ephemeral = {"name": "e", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}
+    pod = _defaulted("", "v1", "pods", {"spec": {"containers": [], "volumes": [ephemeral]}})
+    assert (
+        pod["spec"]["volumes"][0]["ephemeral"]["volumeClaimTemplate"]["spec"]["volumeMode"]
+        == "Filesystem"
+    )
+    ic = _defaulted(
+        "networking.k8s.io", "v1", "ingressclasses",
+        {"spec": {"controller": "x", "parameters": {"kind": "K", "name": "n"}}},
+    )  # fmt: skip
+    assert ic["spec"]["parameters"]["scope"] == "Cluster"
+    lr = _defaulted(
+        "", "v1", "limitranges", {"spec": {"limits": [{"type": "Container", "min": {"cpu": "1"}}]}}
+    )
+    assert lr["spec"]["limits"][0] == {
+        "type": "Container",
+        "min": {"cpu": "1"},
+        "defaultRequest": {"cpu": "1"},
+    }
+
+
+def test_qos_counts_the_pod_s_containers_together() -> None:
+    # each container requests what it limits of one resource only: Burstable
+    half = {"cpu": "1"}
+    assert qos_class(_spec({"resources": {"limits": half, "requests": half}})) == "Burstable"
+    # init containers count too
+    both = {"cpu": "1", "memory": "1Gi"}
+    spec = {
+        **_spec({"resources": {"limits": both, "requests": both}}),
+        "initContainers": [{"name": "i"}],
+    }
+    assert qos_class(spec) == "Burstable"
+
+
+async def test_a_job_label_the_client_set_differently_is_refused_and_a_matching_selector_kept() -> (
+    None
+):
+    store = InMemoryStore()
+    jobs = res(store, "batch/v1", "Job")
+    labelled = {
+        "metadata": {"labels": {"job-name": "other"}},
+        "spec": {"restartPolicy": "Never", **_spec({"image": "x:1"})},
+    }
+    with pytest.raises(Invalid) as refused:
+        await store.create(
+            jobs, {"metadata": {"name": "j"}, "spec": {"template": labelled}}, namespace="default"
+        )
+    assert "must be 'job-name=j'" in refused.value.message
+    template = {"spec": {"restartPolicy": "Never", **_spec({"image": "x:1"})}}
+    selector = {"matchLabels": {"batch.kubernetes.io/job-name": "k"}}
+    job = await store.create(
+        jobs,
+        {"metadata": {"name": "k"}, "spec": {"selector": selector, "template": template}},
+        namespace="default",
+    )
+    assert job["spec"]["selector"]["matchLabels"] == {
+        "batch.kubernetes.io/job-name": "k",
+        JOB_UID_LABEL: job["metadata"]["uid"],
+    }
+
+
+async def test_a_node_keeps_the_status_it_is_registered_with() -> None:
+    store = InMemoryStore()
+    status = {"nodeInfo": {"kubeletVersion": "v1.30.0"}, "capacity": {"cpu": "4"}}
+    node = await store.create(
+        res(store, "v1", "Node"), {"metadata": {"name": "n"}, "status": status}
+    )
+    assert node["status"] == status

@@ -138,3 +138,17 @@ async def test_an_update_keeps_what_was_allocated_and_refuses_a_new_cluster_ip()
     )  # fmt: skip
     assert widened["spec"]["clusterIP"] == plain["spec"]["clusterIP"]
     assert widened["spec"]["ports"][0]["nodePort"] == 30001
+
+
+async def test_ports_of_one_number_share_their_node_port() -> None:
+    store = InMemoryStore()
+    dns = await create(
+        store,
+        "dns",
+        type="NodePort",
+        ports=[
+            {"port": 53, "protocol": "UDP", "name": "u"},
+            {"port": 53, "protocol": "TCP", "name": "t"},
+        ],
+    )
+    assert [p["nodePort"] for p in dns["spec"]["ports"]] == [30000, 30000]
