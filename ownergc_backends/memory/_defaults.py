@@ -503,8 +503,14 @@ def _cron_job(obj: JSONDict, spec: JSONDict, version: str) -> None:
 # -- services, storage, the rest of core ------------------------------------------
 
 
-@_of_spec
-def _service(obj: JSONDict, spec: JSONDict, version: str) -> None:
+def _service(obj: JSONDict, version: str) -> None:
+    _service_status(obj)
+    spec = _obj(obj, "spec")
+    if spec is not None:
+        _service_spec(spec)
+
+
+def _service_spec(spec: JSONDict) -> None:
     _default(spec, "sessionAffinity", "None")
     if spec["sessionAffinity"] == "None":
         spec.pop("sessionAffinityConfig", None)
@@ -547,6 +553,22 @@ def _service(obj: JSONDict, spec: JSONDict, version: str) -> None:
             spec["ipFamilyPolicy"] = "RequireDualStack" if open_headless else "SingleStack"
         if spec.get("ipFamilies") in (None, []):
             spec["ipFamilies"] = ["IPv4"]
+
+
+def _service_status(obj: JSONDict) -> None:
+    """A load balancer's ingress points: ``ipMode: VIP`` for an address (1.30, beta on)."""
+    status = _obj(obj, "status")
+    balancer = status and _obj(status, "loadBalancer")
+    for point in _objects(balancer or {}, "ingress"):
+        if point.get("ip") and point.get("ipMode") is None:
+            point["ipMode"] = "VIP"
+
+
+def _node(obj: JSONDict, version: str) -> None:
+    status = _obj(obj, "status")
+    capacity = status and _obj(status, "capacity")
+    if status and capacity is not None and status.get("allocatable") is None:
+        status["allocatable"] = dict(capacity)  # (allocatable defaults to the capacity)
 
 
 def _secret(obj: JSONDict, version: str) -> None:
@@ -773,6 +795,7 @@ _DEFAULTERS: Final[dict[tuple[str, str], Defaulter]] = {
     ("", "podtemplates"): _pod_template_kind,
     ("", "replicationcontrollers"): _replication_controller,
     ("", "services"): _service,
+    ("", "nodes"): _node,
     ("", "secrets"): _secret,
     ("", "persistentvolumeclaims"): _persistent_volume_claim,
     ("", "persistentvolumes"): _persistent_volume,

@@ -438,4 +438,22 @@ async def test_a_node_keeps_the_status_it_is_registered_with() -> None:
     node = await store.create(
         res(store, "v1", "Node"), {"metadata": {"name": "n"}, "status": status}
     )
-    assert node["status"] == status
+    assert node["status"] == {**status, "allocatable": {"cpu": "4"}}
+
+
+def test_a_node_s_allocatable_defaults_to_its_capacity_and_a_balancer_s_ip_mode() -> None:
+    node = _defaulted("", "v1", "nodes", {"status": {"capacity": {"cpu": "4", "pods": "110"}}})
+    assert node["status"]["allocatable"] == {"cpu": "4", "pods": "110"}
+    svc = _defaulted(
+        "",
+        "v1",
+        "services",
+        {
+            "spec": {"type": "LoadBalancer"},
+            "status": {"loadBalancer": {"ingress": [{"ip": "1.2.3.4"}, {"hostname": "lb"}]}},
+        },
+    )
+    assert svc["status"]["loadBalancer"]["ingress"] == [
+        {"ip": "1.2.3.4", "ipMode": "VIP"},
+        {"hostname": "lb"},
+    ]
