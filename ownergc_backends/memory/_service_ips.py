@@ -21,6 +21,7 @@ import ipaddress
 from collections.abc import Iterable
 from typing import Any, Final
 
+from ownergc.errors import ServerError
 from ownergc.protocols import JSONDict
 
 from ._validation import FieldError
@@ -90,6 +91,14 @@ def _check_ip(ip: Any, used: set[str]) -> list[FieldError]:
     return []
 
 
+def _full(what: str) -> ServerError:
+    """A full range: the registry's internal error, not the client's."""
+    return ServerError(
+        f"Internal error occurred: failed to allocate {what}: range is full",
+        reason="InternalError",
+    )
+
+
 def _needs_node_ports(spec: JSONDict) -> bool:
     kind = spec.get("type")
     return kind == "NodePort" or (
@@ -126,11 +135,7 @@ def allocate(
     elif cluster_ip in (None, ""):
         free = _free_ip(used_ips)
         if free is None:
-            return [
-                FieldError(
-                    "spec.clusterIPs", "FieldValueInvalid", "range is full", spec.get("clusterIPs")
-                )
-            ]
+            raise _full("a serviceIP")
         spec["clusterIP"] = free
         spec["clusterIPs"] = [free]
     elif cluster_ip != "None":
@@ -164,8 +169,7 @@ def allocate(
                 if not isinstance(node_port, int) or node_port in taken:
                     node_port = _free_port(taken)
             if node_port is None:
-                errors.append(FieldError(where, "FieldValueInvalid", "range is full", 0))
-                continue
+                raise _full("a nodePort")
             port["nodePort"] = node_port
         elif isinstance(node_port, int):
             previously_ours = node_port in old_ports.values()
@@ -193,6 +197,7 @@ def allocate(
     ):
         kept = old.get("healthCheckNodePort")
         health = kept if isinstance(kept, int) and kept not in taken else _free_port(taken)
-        if health is not None:
-            spec["healthCheckNodePort"] = health
+        if health is None:
+            raise _full("a HealthCheck NodePort")
+        spec["healthCheckNodePort"] = health
     return errors

@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
-from ownergc.errors import Invalid
+from ownergc.errors import Invalid, ServerError
 from ownergc.protocols import APIResource, PatchType
 from ownergc_backends.memory import InMemoryStore
+from ownergc_backends.memory._service_ips import NODE_PORTS, allocate
 
 pytestmark = pytest.mark.anyio
 
@@ -152,3 +153,12 @@ async def test_ports_of_one_number_share_their_node_port() -> None:
         ],
     )
     assert [p["nodePort"] for p in dns["spec"]["ports"]] == [30000, 30000]
+
+
+def test_a_full_range_is_the_server_s_error() -> None:
+    with pytest.raises(ServerError) as full:
+        allocate({"type": "NodePort", "ports": [{"port": 80}]}, set(), set(NODE_PORTS))
+    assert full.value.status == 500
+    assert str(full.value.message) == (
+        "Internal error occurred: failed to allocate a nodePort: range is full"
+    )
