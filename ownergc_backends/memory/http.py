@@ -131,6 +131,10 @@ class KubeAPIServer:
     serves lists at ``resourceVersion=0`` paged by ``limit``, as kube-apiserver with
     ``--watch-cache=false`` does; by default they are answered in one response, as
     its watch cache answers them (see :mod:`._apiserver.listcache`).
+    ``service_accounts=True`` runs the whole ServiceAccount admission plugin on
+    Pod creates (a missing service account is refused, the token volume is
+    mounted; see :mod:`._apiserver.podadmission`): for a store whose namespaces
+    get their ``default`` ServiceAccount, as ``ownergc serve``'s do.
     """
 
     def __init__(
@@ -145,6 +149,7 @@ class KubeAPIServer:
         dry_run: DryRunPolicy | None = None,
         openapi: OpenAPIService | None = None,
         watch_cache: bool = True,
+        service_accounts: bool = False,
     ) -> None:
         self.served = store
         self.store = memory_store_behind(store)
@@ -168,7 +173,11 @@ class KubeAPIServer:
             admission=(
                 admission
                 if admission is not None
-                else webhook_admission(self.store, caller=self._webhook_connections)
+                else webhook_admission(
+                    self.store,
+                    caller=self._webhook_connections,
+                    service_accounts=service_accounts,
+                )
             ),
             fields=field_manager or ManagedFields(self.store),
             hooks=WriteHooks(self.write_hooks),
