@@ -2,9 +2,8 @@
 
 The controller depends only on :mod:`ownergc.protocols`; pass it any backend.
 Object GC: :class:`GarbageCollector` (kube-controller-manager's collector) and
-:class:`NamespaceController` (and :class:`NamespaceDefaults`, the namespaces'
-``default`` ServiceAccount and ``kube-root-ca.crt`` ConfigMap); node GC:
-:class:`NodeGarbageCollector` (the kubelet's loops) with a :class:`PodStateSource`.
+:class:`NamespaceController`; node GC: :class:`NodeGarbageCollector` (the
+kubelet's loops) with a :class:`PodStateSource`.
 """
 
 from __future__ import annotations
@@ -14,7 +13,6 @@ from ownergc.controller._gc_metrics import GCMetrics
 from ownergc.controller._leader import LeaderElector, LeadershipLost
 from ownergc.controller._monitors import DEFAULT_IGNORED_RESOURCES, is_monitored
 from ownergc.controller._namespace import NamespaceController
-from ownergc.controller._namespace_defaults import NamespaceDefaults
 from ownergc.controller._node_collector import (
     ContainerGCResult,
     ImageGCResult,
@@ -39,7 +37,6 @@ __all__ = [
     "LeaderElector",
     "LeadershipLost",
     "NamespaceController",
-    "NamespaceDefaults",
     "NodeGCMetrics",
     "NodeGCResult",
     "NodeGarbageCollector",

@@ -76,7 +76,7 @@ class EmbeddedCluster:
     controllers have synced; cancel the task group to stop everything.
 
     ``service_accounts=True`` (``ownergc serve``) also runs
-    :class:`~ownergc.controller.NamespaceDefaults` (ServiceAccount ``default``
+    :class:`~ownergc.controller._namespace_defaults.NamespaceDefaults` (ServiceAccount ``default``
     and ConfigMap ``kube-root-ca.crt`` in every namespace, as
     kube-controller-manager's controllers keep them) and has the server run the
     whole ServiceAccount admission plugin on Pod creates.

@@ -367,11 +367,14 @@ def run_in_thread(
     port: int = 0,
     backend: str = "asyncio",
     watch_cache: bool = True,
+    service_accounts: bool = False,
 ) -> Iterator[KubeAPIServer]:
     """Serve ``store`` from an event loop in a background thread, for sync clients
     (kubectl subprocesses, the official sync client). Store writes from the test
     thread should go through :meth:`KubeAPIServer.call` to wake watches."""
-    server = KubeAPIServer(store, host=host, port=port, watch_cache=watch_cache)
+    server = KubeAPIServer(
+        store, host=host, port=port, watch_cache=watch_cache, service_accounts=service_accounts
+    )
     with anyio.from_thread.start_blocking_portal(backend) as portal:
         future, _url = portal.start_task(server.serve)
         try:
