@@ -269,3 +269,39 @@ async def test_mirror_pods_and_ephemeral_containers_are_left_alone() -> None:
     admitted = await admission.admit(_attrs(pod))
     assert admitted is not None
     assert admitted["spec"]["ephemeralContainers"] == [{"name": "e", "image": "i"}]
+
+
+@pytest.mark.parametrize("namespace", ["nowhere", "leaving"])
+def test_namespace_lifecycle_answers_first(namespace: str) -> None:
+    """A missing or terminating namespace is what the Pod is refused for (the
+    NamespaceLifecycle plugin runs before ServiceAccount), at once."""
+    store = InMemoryStore(terminating_namespaces=True)
+    store.load_objects(
+        [
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": "leaving", "finalizers": ["example.com/hold"]},
+            }
+        ]
+    )
+    with run_in_thread(store, service_accounts=True) as server:
+        ns = store.get_object("v1", "Namespace", "leaving")
+        assert ns is not None
+        status, _, _ = send(server, "DELETE", "/api/v1/namespaces/leaving", "")
+        assert status == 200
+        body = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+        }
+        status, _, answer = send(
+            server, "POST", f"/api/v1/namespaces/{namespace}/pods", json.dumps(body)
+        )
+    if namespace == "nowhere":
+        assert status == 404, answer
+        assert answer["message"] == 'namespaces "nowhere" not found'
+    else:
+        assert status == 403, answer
+        assert "because it is being terminated" in answer["message"]

@@ -104,14 +104,22 @@ class PodAdmission:
         spec = pod["spec"]
         pod_name = attrs.name or _name(pod)
         if self.service_accounts:
-            if not _is_mirror(pod):
-                await self._service_account(pod, attrs.namespace or _namespace(pod), pod_name)
+            namespace = attrs.namespace or _namespace(pod)
+            if not _is_mirror(pod) and self._namespace_active(namespace):
+                await self._service_account(pod, namespace, pod_name)
         else:
             name = spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
             spec["serviceAccountName"] = spec["serviceAccount"] = name
         await self._priority(spec, pod_name)
         spec["tolerations"] = _with_default_tolerations(spec.get("tolerations"))
         return pod
+
+    def _namespace_active(self, namespace: str) -> bool:
+        """NamespaceLifecycle runs first on a real server: a Pod for a namespace that
+        is missing or terminating is refused by it (here, by the store), not for its
+        service account."""
+        ns = self.store.get_object("v1", "Namespace", namespace)
+        return ns is not None and "deletionTimestamp" not in (ns.get("metadata") or {})
 
     async def _service_account(self, pod: JSONDict, namespace: str, pod_name: str) -> None:
         """Name the service account, refuse the Pod if it does not exist, copy its
