@@ -8,6 +8,11 @@ against it, so kubectl and the official clients see objects really cascade:
   CustomResourceDefinitions serve their kinds; namespaces terminate and
   their contents are deleted.
 
+Every namespace gets its ServiceAccount ``default`` and ConfigMap
+``kube-root-ca.crt`` (with a fake CA), and Pods are admitted as a 1.21+
+server's ServiceAccount plugin admits them (token volume and mounts; a
+missing service account is refused).
+
 The kubeconfig is printed (or written with --kubeconfig-out); with the
 default port, kubectl without any kubeconfig finds it too (it falls back to
 http://localhost:8080, the old insecure apiserver port this mimics). Runs until
@@ -127,6 +132,7 @@ async def _serve(args: argparse.Namespace, manifests: list[Any], out: TextIO) ->
         workers=args.workers,
         discovery_period=1.0,
         on_action=on_action if args.actions else None,
+        service_accounts=True,
     )
     # Signals are taken over before the banner: a SIGTERM right after it must stop us cleanly.
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:

@@ -27,6 +27,7 @@ from ownergc.errors import APIError, RESTMappingError
 if TYPE_CHECKING:
     from ownergc.controller import GarbageCollector
     from ownergc.controller._namespace import NamespaceController
+    from ownergc.controller._namespace_defaults import NamespaceDefaults
     from ownergc_backends.memory import InMemoryStore
     from ownergc_backends.memory.http import KubeAPIServer
 
@@ -73,6 +74,12 @@ class EmbeddedCluster:
 
     ``await tg.start(cluster.run)`` returns once the server listens and both
     controllers have synced; cancel the task group to stop everything.
+
+    ``service_accounts=True`` (``ownergc serve``) also runs
+    :class:`~ownergc.controller._namespace_defaults.NamespaceDefaults` (ServiceAccount ``default``
+    and ConfigMap ``kube-root-ca.crt`` in every namespace, as
+    kube-controller-manager's controllers keep them) and has the server run the
+    whole ServiceAccount admission plugin on Pod creates.
     """
 
     def __init__(
@@ -85,20 +92,27 @@ class EmbeddedCluster:
         workers: int = 20,
         discovery_period: float = 1.0,
         on_action: Action | None = None,
+        service_accounts: bool = False,
     ) -> None:
         from ownergc.controller import GarbageCollector
         from ownergc.controller._namespace import NamespaceController
+        from ownergc.controller._namespace_defaults import NamespaceDefaults
 
         self.store = store if store is not None else new_store()
         self.gc: GarbageCollector = GarbageCollector(
             self.store, workers=workers, discovery_period=discovery_period, on_action=on_action
         )
         self.namespaces: NamespaceController = NamespaceController(self.store, on_action=on_action)
+        self.defaults: NamespaceDefaults | None = (
+            NamespaceDefaults(self.store, on_action=on_action) if service_accounts else None
+        )
         self.server: KubeAPIServer | None = None
         if serve_http:
             from ownergc_backends.memory.http import KubeAPIServer
 
-            self.server = KubeAPIServer(self.store, host=host, port=port)
+            self.server = KubeAPIServer(
+                self.store, host=host, port=port, service_accounts=service_accounts
+            )
 
     @property
     def url(self) -> str:
@@ -115,8 +129,12 @@ class EmbeddedCluster:
                 await tg.start(self.server.serve)
             tg.start_soon(self.gc.run)
             tg.start_soon(self.namespaces.run)
+            if self.defaults is not None:
+                tg.start_soon(self.defaults.run)
             await self.gc.wait_synced()
             await self.namespaces.wait_synced()
+            if self.defaults is not None:
+                await self.defaults.wait_synced()
             task_status.started(self)
 
     async def wait_idle(self, timeout: float | None = 30.0) -> None:
@@ -136,6 +154,8 @@ class EmbeddedCluster:
                 ns.recheck()
                 await ns.wait_idle()
                 await self.gc.wait_idle()
+                if self.defaults is not None:
+                    await self.defaults.wait_idle()
                 if ns.deleted_objects + len(ns.finalized) == progress and ns.queue.is_idle(1.0):
                     return
 

@@ -131,6 +131,10 @@ class KubeAPIServer:
     serves lists at ``resourceVersion=0`` paged by ``limit``, as kube-apiserver with
     ``--watch-cache=false`` does; by default they are answered in one response, as
     its watch cache answers them (see :mod:`._apiserver.listcache`).
+    ``service_accounts=True`` runs the whole ServiceAccount admission plugin on
+    Pod creates (a missing service account is refused, the token volume is
+    mounted; see :mod:`._apiserver.podadmission`): for a store whose namespaces
+    get their ``default`` ServiceAccount, as ``ownergc serve``'s do.
     """
 
     def __init__(
@@ -145,6 +149,7 @@ class KubeAPIServer:
         dry_run: DryRunPolicy | None = None,
         openapi: OpenAPIService | None = None,
         watch_cache: bool = True,
+        service_accounts: bool = False,
     ) -> None:
         self.served = store
         self.store = memory_store_behind(store)
@@ -168,7 +173,11 @@ class KubeAPIServer:
             admission=(
                 admission
                 if admission is not None
-                else webhook_admission(self.store, caller=self._webhook_connections)
+                else webhook_admission(
+                    self.store,
+                    caller=self._webhook_connections,
+                    service_accounts=service_accounts,
+                )
             ),
             fields=field_manager or ManagedFields(self.store),
             hooks=WriteHooks(self.write_hooks),
@@ -358,11 +367,14 @@ def run_in_thread(
     port: int = 0,
     backend: str = "asyncio",
     watch_cache: bool = True,
+    service_accounts: bool = False,
 ) -> Iterator[KubeAPIServer]:
     """Serve ``store`` from an event loop in a background thread, for sync clients
     (kubectl subprocesses, the official sync client). Store writes from the test
     thread should go through :meth:`KubeAPIServer.call` to wake watches."""
-    server = KubeAPIServer(store, host=host, port=port, watch_cache=watch_cache)
+    server = KubeAPIServer(
+        store, host=host, port=port, watch_cache=watch_cache, service_accounts=service_accounts
+    )
     with anyio.from_thread.start_blocking_portal(backend) as portal:
         future, _url = portal.start_task(server.serve)
         try:

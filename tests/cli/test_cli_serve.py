@@ -187,6 +187,60 @@ def test_namespace_deletion_deletes_contents(kubectl: Kubectl) -> None:
     wait_for(lambda: not kubectl.exists("namespace", "shop"), what="namespace removed")
 
 
+def test_namespaces_get_their_service_account_and_root_ca(kubectl: Kubectl) -> None:
+    """The serviceaccount controller's and root-ca-cert-publisher's objects, in the
+    initial namespaces and in a new one, and back when deleted."""
+    for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):
+        assert kubectl.exists("serviceaccount", "default", "-n", ns)
+        cm = kubectl.json("get", "configmap", "kube-root-ca.crt", "-n", ns)
+        assert cm["data"]["ca.crt"].startswith("-----BEGIN CERTIFICATE-----\n")
+    kubectl.run("create", "namespace", "shop")
+    wait_for(lambda: kubectl.exists("serviceaccount", "default", "-n", "shop"))
+    wait_for(lambda: kubectl.exists("configmap", "kube-root-ca.crt", "-n", "shop"))
+    kubectl.run("delete", "serviceaccount", "default", "-n", "shop")
+    kubectl.run("delete", "configmap", "kube-root-ca.crt", "-n", "shop")
+    wait_for(lambda: kubectl.exists("serviceaccount", "default", "-n", "shop"), what="SA back")
+    wait_for(lambda: kubectl.exists("configmap", "kube-root-ca.crt", "-n", "shop"), what="CM back")
+
+
+def test_pods_are_admitted_by_the_whole_service_account_plugin(kubectl: Kubectl) -> None:
+    # A Pod right after its namespace: the plugin waits for the default ServiceAccount.
+    kubectl.apply(
+        "pod.yaml",
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n---\n"
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: shop}\n"
+        "spec: {containers: [{name: web, image: nginx}]}\n",
+    )
+    pod = kubectl.json("get", "pod", "web", "-n", "shop")
+    [volume] = pod["spec"]["volumes"]
+    assert volume["name"].startswith("kube-api-access-") and len(volume["name"]) == 21
+    assert [next(iter(s)) for s in volume["projected"]["sources"]] == [
+        "serviceAccountToken",
+        "configMap",
+        "downwardAPI",
+    ]
+    assert pod["spec"]["containers"][0]["volumeMounts"] == [
+        {
+            "name": volume["name"],
+            "readOnly": True,
+            "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+        }
+    ]
+    refused = kubectl.run(
+        "run",
+        "ghostly",
+        "--image=nginx",
+        "--overrides",
+        '{"spec": {"serviceAccountName": "ghost"}}',
+        check=False,
+    )
+    assert refused.returncode != 0
+    assert (
+        'pods "ghostly" is forbidden: error looking up service account default/ghost: '
+        'serviceaccount "ghost" not found'
+    ) in refused.stderr
+
+
 def test_official_client_foreground(served: Served) -> None:
     kubernetes = pytest.importorskip("kubernetes")
     api = kubernetes.config.new_client_from_config(str(served.kubeconfig))

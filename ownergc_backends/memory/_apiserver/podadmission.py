@@ -8,15 +8,30 @@ minutes on a node that is not ready or unreachable. They run on create, in
 that order, before the admission webhooks (which see their result), dry runs
 included.
 
-Not here: the ServiceAccount plugin's token volume and mounts, and its
-refusal of a Pod whose service account does not exist (nothing in serve
-creates the ``default`` service accounts a real cluster's controller does).
+By default the ServiceAccount plugin only names the service account (the
+library's store has no ``default`` ServiceAccounts to look up). With
+``service_accounts=True`` (what ``ownergc serve`` turns on, next to the
+controller that creates those ServiceAccounts) it does what the plugin of a
+Kubernetes 1.21+ server does: it refuses a Pod whose service account does
+not exist (403; ``default`` is looked up again for up to about two seconds,
+as the controller may not have created it yet), copies the service
+account's ``imagePullSecrets`` into a Pod that has none, and, unless
+``automountServiceAccountToken`` is false on the Pod (or, unset there, on
+the ServiceAccount), mounts the bound token volume ``kube-api-access-xxxxx``
+at ``/var/run/secrets/kubernetes.io/serviceaccount`` in every container and
+init container that has nothing mounted there. Mirror Pods (annotated
+``kubernetes.io/config.mirror``) are left as they are; the plugin's
+refusals of mirror Pods that reference service accounts or secrets are not
+here.
 """
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 from typing import Final
+
+import anyio
 
 from ownergc.errors import Forbidden
 from ownergc.protocols import JSONDict
@@ -37,15 +52,41 @@ NOT_READY: Final = "node.kubernetes.io/not-ready"
 UNREACHABLE: Final = "node.kubernetes.io/unreachable"
 TOLERATION_SECONDS: Final = 300
 
+#: The ServiceAccount plugin's bound token volume: name prefix, mount path, and
+#: the token's lifetime (one hour and seven seconds, as kube-apiserver asks).
+TOKEN_VOLUME_PREFIX: Final = "kube-api-access-"
+TOKEN_MOUNT_PATH: Final = "/var/run/secrets/kubernetes.io/serviceaccount"
+TOKEN_EXPIRATION_SECONDS: Final = 3607
+MIRROR_POD_ANNOTATION: Final = "kubernetes.io/config.mirror"
+#: The characters of the apiserver's generated name suffixes (no vowels, no 0/1/3).
+_NAME_SUFFIX_CHARS: Final = "bcdfghjklmnpqrstvwxz2456789"
+#: How often, and how far apart, a missing ``default`` ServiceAccount is looked up
+#: again before the Pod is refused (the controller may be about to create it).
+DEFAULT_SA_ATTEMPTS: Final = 10
+DEFAULT_SA_RETRY: Final = (0.1, 0.2)
+
 
 class PodAdmission:
-    """The ServiceAccount (its name only), Priority and DefaultTolerationSeconds plugins."""
+    """The ServiceAccount, Priority and DefaultTolerationSeconds plugins.
 
-    #: It reads no stored Pod, only PriorityClasses.
+    ``service_accounts=False`` (the default): the ServiceAccount plugin only sets
+    the name; True: all of it (see the module's docstring). ``retry`` is the
+    range of seconds between lookups of a missing ``default`` ServiceAccount.
+    """
+
+    #: It reads no stored Pod, only PriorityClasses and ServiceAccounts.
     wants_old_object = False
 
-    def __init__(self, store: InMemoryStore) -> None:
+    def __init__(
+        self,
+        store: InMemoryStore,
+        *,
+        service_accounts: bool = False,
+        retry: tuple[float, float] = DEFAULT_SA_RETRY,
+    ) -> None:
         self.store = store
+        self.service_accounts = service_accounts
+        self.retry = retry
 
     async def admit(self, attrs: AdmissionAttributes) -> JSONDict | None:
         resource = attrs.resource
@@ -61,11 +102,59 @@ class PodAdmission:
             return attrs.obj
         pod = {**pod, "spec": dict(pod["spec"])}
         spec = pod["spec"]
-        name = spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
-        spec["serviceAccountName"] = spec["serviceAccount"] = name
-        await self._priority(spec, attrs.name or _name(pod))
+        pod_name = attrs.name or _name(pod)
+        if self.service_accounts:
+            namespace = attrs.namespace or _namespace(pod)
+            if not _is_mirror(pod) and self._namespace_active(namespace):
+                await self._service_account(pod, namespace, pod_name)
+        else:
+            name = spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
+            spec["serviceAccountName"] = spec["serviceAccount"] = name
+        await self._priority(spec, pod_name)
         spec["tolerations"] = _with_default_tolerations(spec.get("tolerations"))
         return pod
+
+    def _namespace_active(self, namespace: str) -> bool:
+        """NamespaceLifecycle runs first on a real server: a Pod for a namespace that
+        is missing or terminating is refused by it (here, by the store), not for its
+        service account."""
+        ns = self.store.get_object("v1", "Namespace", namespace)
+        return ns is not None and "deletionTimestamp" not in (ns.get("metadata") or {})
+
+    async def _service_account(self, pod: JSONDict, namespace: str, pod_name: str) -> None:
+        """Name the service account, refuse the Pod if it does not exist, copy its
+        image pull secrets and mount its token (``pod["spec"]`` is a copy)."""
+        spec = pod["spec"]
+        name = spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
+        spec["serviceAccountName"] = spec["serviceAccount"] = name
+        account = await self._lookup_service_account(namespace, name)
+        if account is None:
+            raise Forbidden(
+                f'pods "{pod_name}" is forbidden: error looking up service account '
+                f'{namespace}/{name}: serviceaccount "{name}" not found',
+                reason="Forbidden",
+                details={"name": pod_name, "kind": "pods"},
+            )
+        if _automount(spec, account):
+            _mount_token(spec)
+        pull_secrets = account.get("imagePullSecrets")
+        if not spec.get("imagePullSecrets") and isinstance(pull_secrets, list) and pull_secrets:
+            spec["imagePullSecrets"] = [
+                {"name": s.get("name")} for s in pull_secrets if isinstance(s, dict)
+            ]
+
+    async def _lookup_service_account(self, namespace: str, name: str) -> JSONDict | None:
+        """The ServiceAccount; ``default`` is looked for again a few times, as
+        kube-apiserver does, because its controller may not have made it yet."""
+        attempts = DEFAULT_SA_ATTEMPTS if name == "default" else 1
+        pause = random.uniform(*self.retry)
+        for attempt in range(attempts):
+            if attempt:
+                await anyio.sleep(pause)
+            found = self.store.get_object("v1", "ServiceAccount", name, namespace)
+            if found is not None:
+                return found
+        return None
 
     async def _priority(self, spec: JSONDict, pod_name: str) -> None:
         class_name = spec.get("priorityClassName")
@@ -132,6 +221,104 @@ def _name(pod: JSONDict) -> str:
     meta = pod.get("metadata")
     name = meta.get("name") if isinstance(meta, dict) else None
     return name if isinstance(name, str) else ""
+
+
+def _namespace(pod: JSONDict) -> str:
+    meta = pod.get("metadata")
+    namespace = meta.get("namespace") if isinstance(meta, dict) else None
+    return namespace if isinstance(namespace, str) else ""
+
+
+def _is_mirror(pod: JSONDict) -> bool:
+    meta = pod.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    return isinstance(annotations, dict) and MIRROR_POD_ANNOTATION in annotations
+
+
+def _automount(spec: JSONDict, account: JSONDict) -> bool:
+    """The Pod's ``automountServiceAccountToken`` if set, else the ServiceAccount's,
+    else true."""
+    for choice in (
+        spec.get("automountServiceAccountToken"),
+        account.get("automountServiceAccountToken"),
+    ):
+        if isinstance(choice, bool):
+            return choice
+    return True
+
+
+def token_volume(name: str) -> JSONDict:
+    """The projected volume the ServiceAccount plugin adds: the bound token, the
+    cluster's CA bundle and the Pod's namespace."""
+    return {
+        "name": name,
+        "projected": {
+            "sources": [
+                {
+                    "serviceAccountToken": {
+                        "expirationSeconds": TOKEN_EXPIRATION_SECONDS,
+                        "path": "token",
+                    }
+                },
+                {
+                    "configMap": {
+                        "name": "kube-root-ca.crt",
+                        "items": [{"key": "ca.crt", "path": "ca.crt"}],
+                    }
+                },
+                {
+                    "downwardAPI": {
+                        "items": [
+                            {
+                                "path": "namespace",
+                                "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"},
+                            }
+                        ]
+                    }
+                },
+            ],
+            "defaultMode": 420,
+        },
+    }
+
+
+def _mount_token(spec: JSONDict) -> None:
+    """Mount the token volume in each container and init container (not ephemeral
+    ones) with nothing at the token path; add the volume when one was mounted,
+    unless the Pod has a ``kube-api-access-`` volume already (which is then used)."""
+    given = spec.get("volumes")
+    volumes: list[object] = list(given) if isinstance(given, list) else []
+    existing = next(
+        (
+            v["name"]
+            for v in volumes
+            if isinstance(v, dict)
+            and isinstance(v.get("name"), str)
+            and v["name"].startswith(TOKEN_VOLUME_PREFIX)
+        ),
+        None,
+    )
+    volume_name = existing or TOKEN_VOLUME_PREFIX + "".join(random.choices(_NAME_SUFFIX_CHARS, k=5))
+    mount = {"name": volume_name, "readOnly": True, "mountPath": TOKEN_MOUNT_PATH}
+    mounted = False
+    for field in ("initContainers", "containers"):
+        containers = spec.get(field)
+        if not isinstance(containers, list):
+            continue
+        copied: list[object] = []
+        for container in containers:
+            if isinstance(container, dict):
+                mounts = container.get("volumeMounts")
+                mounts = list(mounts) if isinstance(mounts, list) else []
+                if not any(
+                    isinstance(m, dict) and m.get("mountPath") == TOKEN_MOUNT_PATH for m in mounts
+                ):
+                    container = {**container, "volumeMounts": [*mounts, dict(mount)]}
+                    mounted = True
+            copied.append(container)
+        spec[field] = copied
+    if mounted and existing is None:
+        spec["volumes"] = [*volumes, token_volume(volume_name)]
 
 
 def _with_default_tolerations(tolerations: object) -> list[object]:

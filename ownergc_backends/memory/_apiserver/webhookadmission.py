@@ -204,13 +204,20 @@ class ValidatingWebhooks:
 
 
 def webhook_admission(
-    store: InMemoryStore, *, caller: _webhooks.WebhookCaller | None = None
+    store: InMemoryStore,
+    *,
+    caller: _webhooks.WebhookCaller | None = None,
+    service_accounts: bool = False,
 ) -> AdmissionChain:
     """The admission chain kube-apiserver runs by default, as far as the facade has it:
-    the Pod plugins (:mod:`.podadmission`), then the two webhook plugins (``caller``
-    replaces the HTTPS POST, for tests)."""
+    the Pod plugins (:mod:`.podadmission`; ``service_accounts`` turns on the whole
+    ServiceAccount plugin), then the two webhook plugins (``caller`` replaces the
+    HTTPS POST, for tests)."""
     dispatcher = _webhooks.WebhookAdmission(StoreWebhookSource(store), caller=caller)
     return AdmissionChain(
-        [PodAdmission(store), MutatingWebhooks(store, dispatcher)],
+        [
+            PodAdmission(store, service_accounts=service_accounts),
+            MutatingWebhooks(store, dispatcher),
+        ],
         [ValidatingWebhooks(store, dispatcher)],
     )
