@@ -123,3 +123,48 @@ def test_a_global_default_class_applies_to_pods_without_one(server: KubeAPIServe
     status, pod = create_pod(server, "p")
     assert status == 201
     assert (pod["spec"]["priorityClassName"], pod["spec"]["priority"]) == ("everyone", 50)
+
+
+def test_a_put_without_them_keeps_priority_and_tolerations(server: KubeAPIServer) -> None:
+    status, pod = create_pod(server, "p")
+    assert status == 201
+    replaced = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "resourceVersion": pod["metadata"]["resourceVersion"]},
+        "spec": {
+            "serviceAccountName": "default",
+            "containers": [{"name": "c", "image": "nginx:1.26"}],
+        },
+    }
+    status, _, answer = send(server, "PUT", f"{PODS}/p", json.dumps(replaced))
+    assert status == 200, answer
+    assert (answer["spec"]["priority"], answer["spec"]["preemptionPolicy"]) == (
+        0,
+        "PreemptLowerPriority",
+    )
+    assert answer["spec"]["tolerations"] == [NOT_READY, UNREACHABLE]
+
+
+def test_a_preemption_policy_other_than_the_class_s_is_refused(server: KubeAPIServer) -> None:
+    status, refused = create_pod(server, "p", preemptionPolicy="Never")
+    assert (status, refused["message"]) == (
+        403,
+        'pods "p" is forbidden: the string value of PreemptionPolicy (Never) must not be '
+        "provided in pod spec; priority admission controller computed PreemptLowerPriority "
+        "from the given PriorityClass name",
+    )
+
+
+def test_a_refusal_names_a_generated_pod_by_its_prefix(server: KubeAPIServer) -> None:
+    body = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"generateName": "web-"},
+        "spec": {"priorityClassName": "nope", "containers": [{"name": "c", "image": "x"}]},
+    }
+    status, _, refused = send(server, "POST", PODS, json.dumps(body))
+    assert (status, refused["message"]) == (
+        403,
+        'pods "web-" is forbidden: no PriorityClass with name nope was found',
+    )

@@ -92,7 +92,7 @@ class PodAdmission:
         resource = attrs.resource
         pod = attrs.obj
         if (
-            attrs.operation != "CREATE"
+            attrs.operation not in ("CREATE", "UPDATE")
             or resource.group
             or resource.resource != "pods"
             or attrs.subresource is not None
@@ -103,6 +103,12 @@ class PodAdmission:
         pod = {**pod, "spec": dict(pod["spec"])}
         spec = pod["spec"]
         pod_name = attrs.name or _name(pod)
+        if attrs.operation == "UPDATE":
+            # Priority keeps what the stored Pod was given; DefaultTolerationSeconds, which
+            # looks at no operation, adds its tolerations again when they were dropped.
+            self._keep_priority(spec, attrs.namespace or _namespace(pod), pod_name)
+            spec["tolerations"] = _with_default_tolerations(spec.get("tolerations"))
+            return pod
         if self.service_accounts:
             namespace = attrs.namespace or _namespace(pod)
             if not _is_mirror(pod) and self._namespace_active(namespace):
@@ -113,6 +119,16 @@ class PodAdmission:
         await self._priority(spec, pod_name)
         spec["tolerations"] = _with_default_tolerations(spec.get("tolerations"))
         return pod
+
+    def _keep_priority(self, spec: JSONDict, namespace: str, pod_name: str) -> None:
+        if spec.get("priority") is not None and spec.get("preemptionPolicy") is not None:
+            return
+        stored = self.store.get_object("v1", "Pod", pod_name, namespace)
+        old = stored.get("spec") if stored is not None else None
+        if isinstance(old, dict):
+            for key in ("priority", "preemptionPolicy"):
+                if spec.get(key) is None and old.get(key) is not None:
+                    spec[key] = old[key]
 
     def _namespace_active(self, namespace: str) -> bool:
         """NamespaceLifecycle runs first on a real server: a Pod for a namespace that
@@ -179,8 +195,16 @@ class PodAdmission:
                 details={"name": pod_name, "kind": "pods"},
             )
         spec["priority"] = found.value
-        if spec.get("preemptionPolicy") in (None, ""):
-            spec["preemptionPolicy"] = found.preemption_policy
+        policy = spec.get("preemptionPolicy")
+        if policy not in (None, "") and policy != found.preemption_policy:
+            raise Forbidden(
+                f'pods "{pod_name}" is forbidden: the string value of PreemptionPolicy '
+                f"({policy}) must not be provided in pod spec; priority admission controller "
+                f"computed {found.preemption_policy} from the given PriorityClass name",
+                reason="Forbidden",
+                details={"name": pod_name, "kind": "pods"},
+            )
+        spec["preemptionPolicy"] = found.preemption_policy
 
     async def _priority_class(self, name: str) -> _PriorityClass | None:
         # (read without a request of its own: admission's reads are not client requests)
@@ -218,9 +242,14 @@ class _PriorityClass:
 
 
 def _name(pod: JSONDict) -> str:
+    """The name a refusal gives: the Pod's, else its generateName, else "Unknown"."""
     meta = pod.get("metadata")
-    name = meta.get("name") if isinstance(meta, dict) else None
-    return name if isinstance(name, str) else ""
+    meta = meta if isinstance(meta, dict) else {}
+    for key in ("name", "generateName"):
+        name = meta.get(key)
+        if isinstance(name, str) and name:
+            return name
+    return "Unknown"
 
 
 def _namespace(pod: JSONDict) -> str:
