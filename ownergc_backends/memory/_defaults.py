@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import math
 import re
 from collections.abc import Callable
 from fractions import Fraction
@@ -154,7 +155,10 @@ def _container(container: JSONDict, host_network_ports: bool) -> None:
         container["imagePullPolicy"] = image_pull_policy(container.get("image"))
     _default(container, "terminationMessagePath", TERMINATION_MESSAGE_PATH)
     _default(container, "terminationMessagePolicy", "File")
-    _ensure_obj(container, "resources")
+    resources = _ensure_obj(container, "resources")
+    if resources:
+        _resource_list(resources, "requests")
+        _resource_list(resources, "limits")
     for port in _objects(container, "ports"):
         _default(port, "protocol", "TCP")
         if host_network_ports and port.get("hostPort") in (None, 0):
@@ -247,6 +251,11 @@ def _ephemeral(source: JSONDict) -> None:
         _claim_spec(spec)
 
 
+def _empty_dir(source: JSONDict) -> None:
+    if source.get("sizeLimit") is not None:
+        source["sizeLimit"] = canonical_quantity(source["sizeLimit"], milli=False)
+
+
 #: The volume sources a persistent volume shares with a pod, and their defaults.
 _SHARED_SOURCES: Final[dict[str, Callable[[JSONDict], None]]] = {
     "hostPath": _host_path,
@@ -263,6 +272,7 @@ _POD_SOURCES: Final[dict[str, Callable[[JSONDict], None]]] = {
     "downwardAPI": _downward_api,
     "projected": _projected,
     "ephemeral": _ephemeral,
+    "emptyDir": _empty_dir,
 }
 
 
@@ -303,6 +313,7 @@ def _pod_spec(spec: JSONDict, *, is_pod: bool) -> None:
         _container(container, False)
     for volume in _objects(spec, "volumes"):
         _pod_volume(volume)
+    _resource_list(spec, "overhead")
 
 
 def _pod_template(holder: JSONDict, key: str = "template") -> None:
@@ -569,6 +580,9 @@ def _node(obj: JSONDict, version: str) -> None:
     capacity = status and _obj(status, "capacity")
     if status and capacity is not None and status.get("allocatable") is None:
         status["allocatable"] = dict(capacity)  # (allocatable defaults to the capacity)
+    if status:
+        _resource_list(status, "capacity")
+        _resource_list(status, "allocatable")
 
 
 def _secret(obj: JSONDict, version: str) -> None:
@@ -588,6 +602,10 @@ def _claim_spec(spec: JSONDict) -> None:
     """A PersistentVolumeClaimSpec (a claim's, a claim template's)."""
     if spec.get("volumeMode") is None:
         spec["volumeMode"] = "Filesystem"
+    resources = _obj(spec, "resources")
+    if resources:
+        _resource_list(resources, "requests")
+        _resource_list(resources, "limits")
     # (1.24+, AnyVolumeDataSource: the two data source fields mirror each other)
     source, ref = spec.get("dataSource"), spec.get("dataSourceRef")
     if isinstance(source, dict) and ref is None:
@@ -612,6 +630,7 @@ def _persistent_volume(obj: JSONDict, version: str) -> None:
         if spec.get("volumeMode") is None:
             spec["volumeMode"] = "Filesystem"
         _sources(spec, _SHARED_SOURCES)
+        _resource_list(spec, "capacity")
     status = _ensure_obj(obj, "status")
     if status is not None:
         _default(status, "phase", "Pending")
@@ -640,6 +659,13 @@ def _limit_range(obj: JSONDict, spec: JSONDict, version: str) -> None:
         for key, value in (("default", default), ("defaultRequest", request)):
             if value:
                 item[key] = value
+        for key in ("max", "min", "default", "defaultRequest", "maxLimitRequestRatio"):
+            _resource_list(item, key)
+
+
+@_of_spec
+def _resource_quota(obj: JSONDict, spec: JSONDict, version: str) -> None:
+    _resource_list(spec, "hard")
 
 
 # -- other groups ---------------------------------------------------------------
@@ -801,6 +827,7 @@ _DEFAULTERS: Final[dict[tuple[str, str], Defaulter]] = {
     ("", "persistentvolumes"): _persistent_volume,
     ("", "endpoints"): _endpoints,
     ("", "limitranges"): _limit_range,
+    ("", "resourcequotas"): _resource_quota,
     ("apps", "deployments"): _deployment,
     ("apps", "replicasets"): _replica_set,
     ("apps", "statefulsets"): _stateful_set,
@@ -876,6 +903,66 @@ def quantity_value(quantity: Any) -> Fraction | None:
         return None
     value = Fraction(number) * _SUFFIXES[suffix]
     return value * Fraction(10) ** int(exponent) if exponent is not None else value
+
+
+_BINARY_STEPS: Final = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
+#: Decimal suffixes by power of 1000.
+_DECIMAL_STEPS: Final = {
+    -3: "n",
+    -2: "u",
+    -1: "m",
+    0: "",
+    1: "k",
+    2: "M",
+    3: "G",
+    4: "T",
+    5: "P",
+    6: "E",
+}
+
+
+def canonical_quantity(quantity: Any, *, milli: bool = True) -> Any:
+    """A quantity as kube-apiserver writes it back: the same kind of suffix (binary,
+    decimal; an exponent form is kept as sent), the largest one that leaves a whole
+    number (``1.5`` -> ``1500m``, ``1024Mi`` -> ``1Gi``, ``1.5Gi`` -> ``1536Mi``, a binary
+    value under 1024 or with a fraction written in decimal), and, in a resource list
+    (``milli``), first rounded up to a thousandth (``0.0001`` -> ``1m``). Anything it
+    cannot read is left for validation."""
+    if isinstance(quantity, str):
+        match = _QUANTITY.fullmatch(quantity.strip())
+        if match is None or match.group(2) is not None:
+            return quantity
+        binary = match.group(3) in _BINARY_STEPS[1:]
+    elif isinstance(quantity, int | float) and not isinstance(quantity, bool):
+        binary = False
+    else:
+        return quantity
+    value = quantity_value(quantity) if not isinstance(quantity, float) else Fraction(quantity)
+    if value is None:
+        return quantity
+    if milli:  # (away from zero)
+        thousandths = value * 1000
+        value = Fraction(math.ceil(thousandths) if value >= 0 else math.floor(thousandths), 1000)
+    if value == 0:
+        return "0"
+    if binary and value.denominator == 1 and abs(value) >= 1024:
+        for step in range(len(_BINARY_STEPS) - 1, -1, -1):
+            scaled = value / 1024**step
+            if scaled.denominator == 1:
+                return f"{scaled.numerator}{_BINARY_STEPS[step]}"
+    for power in range(6, -4, -1):
+        scaled = value / Fraction(1000) ** power
+        if scaled.denominator == 1:
+            return f"{scaled.numerator}{_DECIMAL_STEPS[power]}"
+    return quantity  # (finer than a nano: not a quantity kube-apiserver keeps)
+
+
+def _resource_list(holder: JSONDict, key: str) -> None:
+    """A ResourceList's quantities in their canonical form, rounded up to milli."""
+    resources = _obj(holder, key)
+    if resources:
+        for name, quantity in resources.items():
+            resources[name] = canonical_quantity(quantity)
 
 
 _QOS_RESOURCES: Final = ("cpu", "memory")

@@ -22,6 +22,7 @@ from ownergc_backends.memory._defaults import (
     DAEMON_SET_TEMPLATE_GENERATION,
     JOB_UID_LABEL,
     apply_defaults,
+    canonical_quantity,
     image_pull_policy,
     qos_class,
     quantity_value,
@@ -457,3 +458,50 @@ def test_a_node_s_allocatable_defaults_to_its_capacity_and_a_balancer_s_ip_mode(
         {"ip": "1.2.3.4", "ipMode": "VIP"},
         {"hostname": "lb"},
     ]
+
+
+@pytest.mark.parametrize(
+    ("written", "canonical"),
+    [
+        # the two examples of the Quantity type's own documentation
+        ("1.5", "1500m"),
+        ("1.5Gi", "1536Mi"),
+        ("1000m", "1"),
+        ("1024Mi", "1Gi"),
+        ("1000", "1k"),
+        ("0.5Gi", "512Mi"),
+        ("1.5Ki", "1536"),  # binary, but not a whole number of KiB
+        ("0.1Ki", "102400m"),  # a binary value with a fraction is written in decimal
+        ("100Mi", "100Mi"),
+        ("0.0001", "1m"),  # a resource list rounds up to a thousandth
+        ("1e3", "1e3"),  # an exponent form is kept as sent
+        (2, "2"),
+        ("lots", "lots"),  # not a quantity: validation's business
+    ],
+)
+def test_quantities_are_written_back_in_canonical_form(written: Any, canonical: str) -> None:
+    assert canonical_quantity(written) == canonical
+
+
+async def test_an_equal_quantity_written_differently_changes_nothing() -> None:
+    store = InMemoryStore()
+    deployments = res(store, "apps/v1", "Deployment")
+    resources = {"limits": {"cpu": "1000m", "memory": "1024Mi"}}
+    container = {"name": "c", "image": "nginx:1.25", "resources": resources}
+    template = {**TEMPLATE, "spec": {"containers": [container]}}
+    body = {"metadata": {"name": "d"}, "spec": {"selector": SELECTOR, "template": template}}
+    created = await store.create(deployments, body, namespace="default")
+    stored = created["spec"]["template"]["spec"]["containers"][0]["resources"]
+    assert stored == {"limits": {"cpu": "1", "memory": "1Gi"}}
+    patch = {
+        "spec": {
+            "template": {
+                "spec": {"containers": [{"name": "c", "resources": {"limits": {"cpu": "1000m"}}}]}
+            }
+        }
+    }
+    same = await store.patch(
+        deployments, "d", patch, patch_type=PatchType.STRATEGIC_MERGE, namespace="default"
+    )
+    assert same["metadata"]["generation"] == 1
+    assert same["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
