@@ -36,14 +36,17 @@ import anyio
 from anyio.abc import TaskGroup
 
 from ownergc import FINALIZER_KUBERNETES
+from ownergc.controller._listwatch import list_and_watch
 from ownergc.controller._queue import ItemExponentialRateLimiter, WorkQueue, wait_quiet
-from ownergc.errors import Conflict, Invalid, NotFound, OwnerGCError, ResourceExpired
+from ownergc.errors import Conflict, Invalid, NotFound, OwnerGCError
 from ownergc.protocols import (
     APIResource,
+    JSONDict,
     ObjectStore,
     PatchType,
     Preconditions,
     PropagationPolicy,
+    WatchEventType,
 )
 
 __all__ = ["FINALIZER_KUBERNETES", "NamespaceController"]
@@ -220,42 +223,27 @@ class NamespaceController:
         raise NotFound("the server does not serve namespaces")
 
     async def _monitor(self) -> None:
-        backoff = 0.1
-        while True:
-            try:
-                resource = await self._namespaces()
-                listed = await self.store.list(resource, metadata_only=False)
-                for obj in listed.items:
-                    self._observe(obj)
-                self._synced.set()
-                rv = listed.resource_version
-                while True:
-                    stream = self.store.watch(
-                        resource,
-                        resource_version=rv,
-                        metadata_only=False,
-                        timeout_seconds=self.watch_timeout,
-                    )
-                    try:
-                        async for event in stream:
-                            meta = event.object.get("metadata") or {}
-                            rv = meta.get("resourceVersion") or rv
-                            if event.type in ("ADDED", "MODIFIED"):
-                                self._observe(event.object)
-                            elif event.type == "DELETED":
-                                self.terminating.discard(str(meta.get("name")))
-                    finally:
-                        aclose = getattr(stream, "aclose", None)
-                        if aclose is not None:
-                            with anyio.CancelScope(shield=True):
-                                await aclose()
-                    backoff = 0.1
-            except ResourceExpired:
-                continue
-            except Exception as exc:
-                self.log.warning("namespace watch failed; retrying in %.1fs: %s", backoff, exc)
-                await anyio.sleep(backoff)
-                backoff = min(backoff * 2, 10.0)
+        await list_and_watch(
+            self.store,
+            self._namespaces,
+            metadata_only=False,
+            watch_timeout=self.watch_timeout,
+            on_list=self._listed,
+            on_event=self._event,
+            log=self.log,
+            what="namespace",
+        )
+
+    def _listed(self, items: list[JSONDict]) -> None:
+        for obj in items:
+            self._observe(obj)
+        self._synced.set()
+
+    def _event(self, kind: WatchEventType, obj: Mapping[str, Any]) -> None:
+        if kind in ("ADDED", "MODIFIED"):
+            self._observe(obj)
+        elif kind == "DELETED":
+            self.terminating.discard(str((obj.get("metadata") or {}).get("name")))
 
     def _observe(self, obj: Mapping[str, Any]) -> None:
         meta = obj.get("metadata") or {}

@@ -31,9 +31,10 @@ from typing import Any, Final
 
 import anyio
 
+from ownergc.controller._listwatch import list_and_watch
 from ownergc.controller._queue import ItemExponentialRateLimiter, WorkQueue, wait_quiet
-from ownergc.errors import AlreadyExists, Conflict, Forbidden, NotFound, ResourceExpired
-from ownergc.protocols import APIResource, ObjectStore, PatchType
+from ownergc.errors import AlreadyExists, Conflict, Forbidden, NotFound
+from ownergc.protocols import APIResource, JSONDict, ObjectStore, PatchType, WatchEventType
 
 __all__ = [
     "DEFAULT_SERVICE_ACCOUNT",
@@ -164,42 +165,31 @@ class NamespaceDefaults:
 
     async def _monitor(self, name: str, only: str | None) -> None:
         """List and watch one resource, queueing the namespaces its events concern."""
-        resource = self._resources[name]
-        backoff = 0.1
-        while True:
-            try:
-                listed = await self.store.list(resource, metadata_only=True)
-                for obj in listed.items:
-                    self._observe(name, only, obj)
-                self._listed.add(name)
-                if len(self._listed) == len(_WATCHED):
-                    self._synced.set()
-                rv = listed.resource_version
-                while True:
-                    stream = self.store.watch(
-                        resource,
-                        resource_version=rv,
-                        metadata_only=True,
-                        timeout_seconds=self.watch_timeout,
-                    )
-                    try:
-                        async for event in stream:
-                            meta = event.object.get("metadata") or {}
-                            rv = meta.get("resourceVersion") or rv
-                            if event.type in ("ADDED", "MODIFIED", "DELETED"):
-                                self._observe(name, only, event.object)
-                    finally:
-                        aclose = getattr(stream, "aclose", None)
-                        if aclose is not None:
-                            with anyio.CancelScope(shield=True):
-                                await aclose()
-                    backoff = 0.1
-            except ResourceExpired:
-                continue
-            except Exception as exc:
-                self.log.warning("%s watch failed; retrying in %.1fs: %s", name, backoff, exc)
-                await anyio.sleep(backoff)
-                backoff = min(backoff * 2, 10.0)
+
+        async def resource() -> APIResource:
+            return self._resources[name]
+
+        def listed(items: list[JSONDict]) -> None:
+            for obj in items:
+                self._observe(name, only, obj)
+            self._listed.add(name)
+            if len(self._listed) == len(_WATCHED):
+                self._synced.set()
+
+        def event(kind: WatchEventType, obj: Mapping[str, Any]) -> None:
+            if kind in ("ADDED", "MODIFIED", "DELETED"):
+                self._observe(name, only, obj)
+
+        await list_and_watch(
+            self.store,
+            resource,
+            metadata_only=True,
+            watch_timeout=self.watch_timeout,
+            on_list=listed,
+            on_event=event,
+            log=self.log,
+            what=name,
+        )
 
     def _observe(self, resource: str, only: str | None, obj: Mapping[str, Any]) -> None:
         meta = obj.get("metadata") or {}
