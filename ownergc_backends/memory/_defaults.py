@@ -316,15 +316,20 @@ def _pod_spec(spec: JSONDict, *, is_pod: bool) -> None:
     _resource_list(spec, "overhead")
 
 
+def _embedded_meta(embedded: JSONDict) -> None:
+    """An embedded object's metadata (a template's): it prints
+    ``creationTimestamp: null``, as every Go ObjectMeta does."""
+    meta = _ensure_obj(embedded, "metadata")
+    if meta is not None and "creationTimestamp" not in meta:
+        meta["creationTimestamp"] = None
+
+
 def _pod_template(holder: JSONDict, key: str = "template") -> None:
-    """A pod template under ``holder[key]``: its PodSpec, and the
-    ``metadata.creationTimestamp: null`` every embedded ObjectMeta prints."""
+    """A pod template under ``holder[key]``: its metadata and its PodSpec."""
     template = _obj(holder, key)
     if template is None:
         return
-    meta = _ensure_obj(template, "metadata")
-    if meta is not None and "creationTimestamp" not in meta:
-        meta["creationTimestamp"] = None
+    _embedded_meta(template)
     spec = _obj(template, "spec")
     if spec is not None:
         _pod_spec(spec, is_pod=False)
@@ -407,9 +412,7 @@ def _persistent_volume_claim_template(claim: JSONDict) -> None:
     """A StatefulSet's volumeClaimTemplates entry: a whole embedded PVC as printed."""
     claim.setdefault("apiVersion", "v1")
     claim.setdefault("kind", "PersistentVolumeClaim")
-    meta = _ensure_obj(claim, "metadata")
-    if meta is not None and "creationTimestamp" not in meta:
-        meta["creationTimestamp"] = None
+    _embedded_meta(claim)
     _persistent_volume_claim(claim, "v1")
 
 
@@ -503,9 +506,7 @@ def _cron_job(obj: JSONDict, spec: JSONDict, version: str) -> None:
     job_template = _obj(spec, "jobTemplate")
     if job_template is None:
         return
-    meta = _ensure_obj(job_template, "metadata")
-    if meta is not None and "creationTimestamp" not in meta:
-        meta["creationTimestamp"] = None
+    _embedded_meta(job_template)
     job_spec = _obj(job_template, "spec")
     if job_spec is not None:  # (the Job's own defaults wait for the Job)
         _pod_template(job_spec)
@@ -1033,8 +1034,8 @@ def _prepare_job(obj: JSONDict, version: str, uid: str) -> list[FieldError]:
     if spec is None or meta is None or spec.get("manualSelector") is True:
         return []
     template = _obj(spec, "template")
-    template_meta = template is not None and _ensure_obj(template, "metadata")
-    if not template_meta:
+    template_meta = _ensure_obj(template, "metadata") if template is not None else None
+    if template_meta is None:  # (no template, or metadata of another type: a new one)
         template_meta = {}
         if template is not None:
             template["metadata"] = template_meta

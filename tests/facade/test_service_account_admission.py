@@ -36,8 +36,8 @@ from ownergc_backends.memory._apiserver.context import UserInfo
 from ownergc_backends.memory._apiserver.podadmission import PodAdmission
 from ownergc_backends.memory.http import KubeAPIServer, run_in_thread
 from tests.facade.test_field_validation_cases import send
+from tests.facade.test_pod_admission import PODS, create_pod
 
-PODS = "/api/v1/namespaces/default/pods"
 MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
 PROJECTED = {
     "defaultMode": 420,
@@ -80,17 +80,6 @@ def server() -> Iterator[KubeAPIServer]:
     )
     with run_in_thread(store, service_accounts=True) as running:
         yield running
-
-
-def create_pod(server: KubeAPIServer, name: str, **spec: Any) -> tuple[int, Any]:
-    body = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name},
-        "spec": {"containers": [{"name": "c", "image": "nginx:1.25"}], **spec},
-    }
-    status, _, answer = send(server, "POST", PODS, json.dumps(body))
-    return status, answer
 
 
 def token_volume(pod: dict[str, Any]) -> dict[str, Any]:
