@@ -87,6 +87,13 @@ def _objects(parent: JSONDict, key: str) -> list[JSONDict]:
     return [item for item in value if isinstance(item, dict)]
 
 
+def _unset(parent: JSONDict, key: str, value: Any) -> None:
+    """``parent[key] = value`` when it is left out or null (a Go pointer field: an
+    empty string or a zero is a value there)."""
+    if parent.get(key) is None:
+        parent[key] = value
+
+
 def _default(parent: JSONDict, key: str, value: Any) -> None:
     """``parent[key] = value`` unless it holds something other than null/empty string."""
     if parent.get(key) in (None, ""):
@@ -191,8 +198,7 @@ _VOLUME_SOURCES: Final = frozenset((
 
 
 def _host_path(source: JSONDict) -> None:
-    if source.get("type") is None:
-        source["type"] = ""
+    _unset(source, "type", "")
 
 
 def _iscsi(source: JSONDict) -> None:
@@ -222,8 +228,7 @@ def _scale_io(source: JSONDict) -> None:
 
 
 def _default_mode(source: JSONDict) -> None:
-    if source.get("defaultMode") is None:
-        source["defaultMode"] = 420  # 0644
+    _unset(source, "defaultMode", 420)  # 0644
 
 
 def _downward_api(source: JSONDict) -> None:
@@ -297,8 +302,7 @@ def _pod_spec(spec: JSONDict, *, is_pod: bool) -> None:
     _default(spec, "dnsPolicy", "ClusterFirst")
     _default(spec, "restartPolicy", "Always")
     _ensure_obj(spec, "securityContext")
-    if spec.get("terminationGracePeriodSeconds") is None:
-        spec["terminationGracePeriodSeconds"] = 30
+    _unset(spec, "terminationGracePeriodSeconds", 30)
     _default(spec, "schedulerName", "default-scheduler")
     # (the v1 conversion: the deprecated serviceAccount mirrors serviceAccountName,
     # which it stands in for when only it is given)
@@ -338,8 +342,7 @@ def _pod_template(holder: JSONDict, key: str = "template") -> None:
 @_of_spec
 def _pod(obj: JSONDict, spec: JSONDict, version: str) -> None:
     _pod_spec(spec, is_pod=True)
-    if spec.get("enableServiceLinks") is None:
-        spec["enableServiceLinks"] = True
+    _unset(spec, "enableServiceLinks", True)
     # A Pod's (not a template's) requests default to its limits, per resource.
     for key in ("containers", "initContainers"):
         for container in _objects(spec, key):
@@ -361,13 +364,11 @@ def _pod_template_kind(obj: JSONDict, version: str) -> None:
 
 
 def _replicas(spec: JSONDict) -> None:
-    if spec.get("replicas") is None:
-        spec["replicas"] = 1
+    _unset(spec, "replicas", 1)
 
 
 def _revision_history(spec: JSONDict) -> None:
-    if spec.get("revisionHistoryLimit") is None:
-        spec["revisionHistoryLimit"] = 10
+    _unset(spec, "revisionHistoryLimit", 10)
 
 
 @_of_spec
@@ -383,8 +384,7 @@ def _deployment(obj: JSONDict, spec: JSONDict, version: str) -> None:
                     if rolling.get(key) is None:
                         rolling[key] = "25%"
     _revision_history(spec)
-    if spec.get("progressDeadlineSeconds") is None:
-        spec["progressDeadlineSeconds"] = 600
+    _unset(spec, "progressDeadlineSeconds", 600)
     _pod_template(spec)
 
 
@@ -451,8 +451,7 @@ def _daemon_set(obj: JSONDict, spec: JSONDict, version: str) -> None:
         if strategy["type"] == "RollingUpdate":
             rolling = _ensure_obj(strategy, "rollingUpdate")
             if rolling is not None:
-                if rolling.get("maxUnavailable") is None:
-                    rolling["maxUnavailable"] = 1
+                _unset(rolling, "maxUnavailable", 1)
                 if rolling.get("maxSurge") is None:  # (1.22+)
                     rolling["maxSurge"] = 0
     _revision_history(spec)
@@ -462,8 +461,7 @@ def _daemon_set(obj: JSONDict, spec: JSONDict, version: str) -> None:
 def _job_spec(spec: JSONDict) -> None:
     if spec.get("completions") is None and spec.get("parallelism") is None:
         spec["completions"] = 1
-    if spec.get("parallelism") is None:
-        spec["parallelism"] = 1
+    _unset(spec, "parallelism", 1)
     if spec.get("backoffLimit") is None:
         # 1.28+: with a per-index limit the job-wide one is unlimited
         per_index = spec.get("backoffLimitPerIndex") is not None
@@ -497,12 +495,9 @@ def _job(obj: JSONDict, spec: JSONDict, version: str) -> None:
 @_of_spec
 def _cron_job(obj: JSONDict, spec: JSONDict, version: str) -> None:
     _default(spec, "concurrencyPolicy", "Allow")
-    if spec.get("suspend") is None:
-        spec["suspend"] = False
-    if spec.get("successfulJobsHistoryLimit") is None:
-        spec["successfulJobsHistoryLimit"] = 3
-    if spec.get("failedJobsHistoryLimit") is None:
-        spec["failedJobsHistoryLimit"] = 1
+    _unset(spec, "suspend", False)
+    _unset(spec, "successfulJobsHistoryLimit", 3)
+    _unset(spec, "failedJobsHistoryLimit", 1)
     job_template = _obj(spec, "jobTemplate")
     if job_template is None:
         return
@@ -601,8 +596,7 @@ def _secret(obj: JSONDict, version: str) -> None:
 
 def _claim_spec(spec: JSONDict) -> None:
     """A PersistentVolumeClaimSpec (a claim's, a claim template's)."""
-    if spec.get("volumeMode") is None:
-        spec["volumeMode"] = "Filesystem"
+    _unset(spec, "volumeMode", "Filesystem")
     resources = _obj(spec, "resources")
     if resources:
         _resource_list(resources, "requests")
@@ -628,8 +622,7 @@ def _persistent_volume(obj: JSONDict, version: str) -> None:
     spec = _obj(obj, "spec")
     if spec is not None:
         _default(spec, "persistentVolumeReclaimPolicy", "Retain")
-        if spec.get("volumeMode") is None:
-            spec["volumeMode"] = "Filesystem"
+        _unset(spec, "volumeMode", "Filesystem")
         _sources(spec, _SHARED_SOURCES)
         _resource_list(spec, "capacity")
     status = _ensure_obj(obj, "status")
@@ -674,11 +667,9 @@ def _resource_quota(obj: JSONDict, spec: JSONDict, version: str) -> None:
 
 @_of_spec
 def _hpa(obj: JSONDict, spec: JSONDict, version: str) -> None:
-    if spec.get("minReplicas") is None:
-        spec["minReplicas"] = 1
+    _unset(spec, "minReplicas", 1)
     if version == "v1":
-        if spec.get("targetCPUUtilizationPercentage") is None:
-            spec["targetCPUUtilizationPercentage"] = 80
+        _unset(spec, "targetCPUUtilizationPercentage", 80)
         return
     if not spec.get("metrics"):
         target: JSONDict = (
@@ -692,8 +683,7 @@ def _hpa(obj: JSONDict, spec: JSONDict, version: str) -> None:
         return
     scale_up = _ensure_obj(behavior, "scaleUp")
     if scale_up is not None:
-        if scale_up.get("stabilizationWindowSeconds") is None:
-            scale_up["stabilizationWindowSeconds"] = 0
+        _unset(scale_up, "stabilizationWindowSeconds", 0)
         _default(scale_up, "selectPolicy", "Max")
         if scale_up.get("policies") is None:
             scale_up["policies"] = [
@@ -703,8 +693,7 @@ def _hpa(obj: JSONDict, spec: JSONDict, version: str) -> None:
     scale_down = _ensure_obj(behavior, "scaleDown")
     if scale_down is not None:
         _default(scale_down, "selectPolicy", "Max")
-        if scale_down.get("policies") is None:
-            scale_down["policies"] = [{"type": "Percent", "value": 100, "periodSeconds": 15}]
+        _unset(scale_down, "policies", [{"type": "Percent", "value": 100, "periodSeconds": 15}])
 
 
 @_of_spec
@@ -766,8 +755,7 @@ def _priority_class(obj: JSONDict, version: str) -> None:
 def _endpoint_slice(obj: JSONDict, version: str) -> None:
     for port in _objects(obj, "ports"):
         _default(port, "protocol", "TCP")
-        if port.get("name") is None:
-            port["name"] = ""
+        _unset(port, "name", "")
     for endpoint in _objects(obj, "endpoints"):
         _ensure_obj(endpoint, "conditions")
 
@@ -778,8 +766,7 @@ def _webhooks(obj: JSONDict, version: str, *, mutating: bool) -> None:
         _default(webhook, "matchPolicy", "Equivalent")
         _ensure_obj(webhook, "namespaceSelector")
         _ensure_obj(webhook, "objectSelector")
-        if webhook.get("timeoutSeconds") is None:
-            webhook["timeoutSeconds"] = 10
+        _unset(webhook, "timeoutSeconds", 10)
         if mutating:
             _default(webhook, "reinvocationPolicy", "Never")
         for rule in _objects(webhook, "rules"):
