@@ -99,11 +99,35 @@ def _full(what: str) -> ServerError:
     )
 
 
+#: The types whose node ports an update keeps (even a load balancer's whose
+#: ``allocateLoadBalancerNodePorts`` is false: it keeps those it had).
+_WITH_NODE_PORTS = ("NodePort", "LoadBalancer")
+
+
 def _needs_node_ports(spec: JSONDict) -> bool:
     kind = spec.get("type")
     return kind == "NodePort" or (
         kind == "LoadBalancer" and spec.get("allocateLoadBalancerNodePorts") is not False
     )
+
+
+def _keep_node_ports(spec: JSONDict, old: JSONDict) -> None:
+    """An update's ports without a node port keep the one the stored Service's port of
+    the same *name* had (so a manifest re-sent as written keeps its ports, even with
+    another port number), unless the update gives that node port to another port."""
+    old_by_name: dict[Any, Any] = {}
+    old_given: set[Any] = set()
+    for port in old.get("ports") or []:
+        if isinstance(port, dict):
+            old_by_name[port.get("name", "")] = port.get("nodePort")
+            old_given.add(port.get("nodePort"))
+    ports = [port for port in spec.get("ports") or [] if isinstance(port, dict)]
+    given_again = old_given & {port.get("nodePort") for port in ports}
+    for port in ports:
+        if port.get("nodePort") in (None, 0):
+            kept = old_by_name.get(port.get("name", ""))
+            if isinstance(kept, int) and kept and kept not in given_again:
+                port["nodePort"] = kept
 
 
 def allocate(
@@ -141,12 +165,10 @@ def allocate(
     elif cluster_ip != "None":
         errors += _check_ip(cluster_ip, used_ips)
     taken = set(used_ports)
-    old_ports = {
-        (p.get("port"), p.get("protocol", "TCP")): p.get("nodePort")
-        for p in old.get("ports") or []
-        if isinstance(p, dict)
-    }
+    old_ports = [p.get("nodePort") for p in old.get("ports") or [] if isinstance(p, dict)]
     needs_ports = _needs_node_ports(spec)
+    if kind in _WITH_NODE_PORTS and old.get("type") in _WITH_NODE_PORTS:
+        _keep_node_ports(spec, old)
     #: One node port per port number (TCP and UDP 53 share theirs), as the registry keys them.
     by_number: dict[Any, int] = {}
     for index, port in enumerate(spec.get("ports") or []):
@@ -165,14 +187,14 @@ def allocate(
         if node_port in (None, 0):
             node_port = by_number.get(port.get("port"))
             if node_port is None:
-                node_port = old_ports.get((port.get("port"), port.get("protocol", "TCP")))
-                if not isinstance(node_port, int) or node_port in taken:
-                    node_port = _free_port(taken)
+                # (the stored Service's ports are still held while it is updated: a
+                # port given up by name gets another number)
+                node_port = _free_port(taken.union(old_ports))
             if node_port is None:
                 raise _full("a nodePort")
             port["nodePort"] = node_port
         elif isinstance(node_port, int):
-            previously_ours = node_port in old_ports.values()
+            previously_ours = node_port in old_ports
             if node_port not in NODE_PORTS:
                 detail = (
                     f"provided port is not in the valid range. The range of valid ports is "

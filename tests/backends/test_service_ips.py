@@ -141,6 +141,61 @@ async def test_an_update_keeps_what_was_allocated_and_refuses_a_new_cluster_ip()
     assert widened["spec"]["ports"][0]["nodePort"] == 30001
 
 
+async def replace(store: InMemoryStore, name: str, **spec: Any) -> dict[str, Any]:
+    """A PUT of ``spec`` over the stored Service (kubectl replace of a manifest)."""
+    stored = await store.get(services(store), name, namespace="default")
+    body = {
+        "metadata": {"name": name, "resourceVersion": stored["metadata"]["resourceVersion"]},
+        "spec": spec,
+    }
+    return await store.update(services(store), body, namespace="default")
+
+
+async def test_an_update_keeps_node_ports_by_port_name() -> None:
+    # As kube-apiserver 1.23+ patches allocated values: a port left without a node port
+    # keeps the one the stored port of the same name had, whatever its number now.
+    store = InMemoryStore()
+    await create(store, "other", type="NodePort")  # holds 30000
+    created = await create(
+        store, "np", type="NodePort", ports=[{"port": 80, "name": "h"}, {"port": 443, "name": "s"}]
+    )
+    h, s = (p["nodePort"] for p in created["spec"]["ports"])
+    renumbered = await replace(
+        store, "np", type="NodePort", ports=[{"port": 8080, "name": "h"}, {"port": 443, "name": "s"}]
+    )
+    assert [p["nodePort"] for p in renumbered["spec"]["ports"]] == [h, s]
+    # a renamed port is a new port: a new node port, not one the Service still holds
+    renamed = await replace(
+        store, "np", type="NodePort", ports=[{"port": 8080, "name": "web"}, {"port": 443, "name": "s"}]
+    )
+    web, kept = (p["nodePort"] for p in renamed["spec"]["ports"])
+    assert kept == s
+    assert web not in (30000, h, s)
+    # a node port the update gives to another port is not also kept for its old one
+    moved = await replace(
+        store,
+        "np",
+        type="NodePort",
+        ports=[{"port": 8080, "name": "web"}, {"port": 443, "name": "s", "nodePort": web}],
+    )
+    assert moved["spec"]["ports"][1]["nodePort"] == web
+    assert moved["spec"]["ports"][0]["nodePort"] not in (30000, web, s)
+
+
+async def test_a_load_balancer_no_longer_allocating_keeps_its_node_ports() -> None:
+    store = InMemoryStore()
+    created = await create(store, "lb", type="LoadBalancer")
+    port = created["spec"]["ports"][0]["nodePort"]
+    kept = await replace(
+        store, "lb", type="LoadBalancer", allocateLoadBalancerNodePorts=False, ports=[{"port": 80}]
+    )
+    assert kept["spec"]["ports"][0]["nodePort"] == port
+    fresh = await create(
+        store, "lb2", type="LoadBalancer", allocateLoadBalancerNodePorts=False
+    )
+    assert "nodePort" not in fresh["spec"]["ports"][0]
+
+
 async def test_ports_of_one_number_share_their_node_port() -> None:
     store = InMemoryStore()
     dns = await create(
