@@ -10,13 +10,21 @@ Two ways of calling it:
 
 * ``batch`` — one ``load_objects`` call with every object;
 * ``each`` — one call per object, as ``load_manifests`` (and through it
-  ``preview``'s and ``serve``'s loading) does, to name the file of a bad one.
+  ``preview``'s and ``serve``'s loading) does, to name the file of a bad one;
+* ``create`` — one ``create_object`` per object, as a client's creates
+  arrive (``kubectl apply`` of a directory): defaulted, admitted, and for a
+  Service given its addresses by the registry, which loading skips (objects
+  from a cluster keep theirs).
 
 ``--budget S`` stops a run after S seconds of loading (a quadratic load of
 100k objects would take hours); the line then says ``"complete": false``
 and the rate is over the objects loaded so far.
 
-Run: ``python benchmarks/load.py [--objects 10000 100000] [--mode batch each]``.
+``--kind Service`` loads Services instead (a cluster IP each, a node port for
+one in 50), which measures the Service registry's allocation at scale.
+
+Run: ``python benchmarks/load.py [--objects 10000 100000] [--mode batch each]
+[--kind ConfigMap|Service]``.
 Prints one JSON line per (N, mode). Timings on a loaded machine are noisy:
 compare runs made back to back.
 """
@@ -32,6 +40,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import anyio
 from _which_ownergc import checkout_unless_installed  # benchmarks/
 
 sys.path.extend(checkout_unless_installed())
@@ -41,8 +50,9 @@ from ownergc_backends.memory import InMemoryStore
 NAMESPACES = 100
 
 
-def cluster(n: int) -> Iterator[dict[str, Any]]:
-    """``n`` ConfigMaps: owners (one in ten) and their nine dependents each."""
+def cluster(n: int, kind: str = "ConfigMap") -> Iterator[dict[str, Any]]:
+    """``n`` ConfigMaps (or Services, one in 50 a NodePort one): owners (one in ten)
+    and their nine dependents each."""
     owner_uid = owner_name = ""
     for i in range(n):
         ns = f"ns-{i // 10 % NAMESPACES}"  # an owner and its dependents share one
@@ -52,13 +62,19 @@ def cluster(n: int) -> Iterator[dict[str, Any]]:
             owner_uid, owner_name = uid, f"cm-{i}"
         else:
             meta["ownerReferences"] = [
-                {"apiVersion": "v1", "kind": "ConfigMap", "name": owner_name, "uid": owner_uid}
+                {"apiVersion": "v1", "kind": kind, "name": owner_name, "uid": owner_uid}
             ]
-        yield {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"k": "v"}}
+        if kind == "Service":
+            # each given a cluster IP by the registry, one in 50 a node port (100k: 2,000
+            # of the 2,768 the range holds)
+            spec = {"ports": [{"port": 80}], "type": "ClusterIP" if i % 50 else "NodePort"}
+            yield {"apiVersion": "v1", "kind": kind, "metadata": meta, "spec": spec}
+        else:
+            yield {"apiVersion": "v1", "kind": kind, "metadata": meta, "data": {"k": "v"}}
 
 
-def run(n: int, mode: str, budget: float) -> dict[str, Any]:
-    objects = list(cluster(n))
+def run(n: int, mode: str, budget: float, kind: str = "ConfigMap") -> dict[str, Any]:
+    objects = list(cluster(n, kind))
     store = InMemoryStore()
     store.load_objects(
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": f"ns-{i}"}}
@@ -69,6 +85,18 @@ def run(n: int, mode: str, budget: float) -> dict[str, Any]:
     start = time.perf_counter()
     if mode == "batch":
         loaded = len(store.load_objects(objects))
+    elif mode == "create":
+
+        async def create_each() -> int:
+            created = 0
+            for obj in objects:
+                await store.create_object(obj)
+                created += 1
+                if created % 1000 == 0 and time.perf_counter() - start > budget:
+                    break
+            return created
+
+        loaded = anyio.run(create_each)
     else:
         for obj in objects:
             store.load_objects([obj])
@@ -78,6 +106,7 @@ def run(n: int, mode: str, budget: float) -> dict[str, Any]:
     seconds = time.perf_counter() - start
     return {
         "objects": n,
+        "kind": kind,
         "mode": mode,
         "loaded": loaded,
         "complete": loaded == n,
@@ -90,12 +119,20 @@ def run(n: int, mode: str, budget: float) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--objects", type=int, nargs="+", default=[10_000, 100_000])
-    parser.add_argument("--mode", nargs="+", choices=("batch", "each"), default=["batch", "each"])
+    parser.add_argument(
+        "--mode", nargs="+", choices=("batch", "each", "create"), default=["batch", "each"]
+    )
     parser.add_argument("--budget", type=float, default=120.0, help="seconds per run at most")
+    parser.add_argument(
+        "--kind",
+        choices=("ConfigMap", "Service"),
+        default="ConfigMap",
+        help="what to load: Services are given addresses and node ports as they are stored",
+    )
     args = parser.parse_args(argv)
     for n in args.objects:
         for mode in args.mode:
-            print(json.dumps(run(n, mode, args.budget)), flush=True)
+            print(json.dumps(run(n, mode, args.budget, args.kind)), flush=True)
     return 0
 
 

@@ -28,6 +28,7 @@ from ._objects import (
     _with_rv,
 )
 from ._resources import ResourceSpec
+from ._service_ips import ServiceAllocations
 
 __all__ = ["ObjectStorage"]
 
@@ -49,6 +50,8 @@ class ObjectStorage:
         self._rv = 0
         self.buckets: dict[tuple[str, str], _Storage] = {}
         self._uids: dict[str, int] = {}
+        #: What the stored Services hold (cluster IPs, node ports), kept likewise.
+        self.service_allocations = ServiceAllocations()
 
     @property
     def rv(self) -> int:
@@ -102,9 +105,14 @@ class ObjectStorage:
         obj["metadata"] = _ordered(meta)
         namespace, name = meta.get("namespace", ""), meta["name"]
         before = bucket.lookup(namespace, name)
+        services = bucket.spec.group == "" and bucket.spec.resource == "services"
         if before is not None:
             self._forget_uid(_meta(before).get("uid"))
+            if services:
+                self.service_allocations.remove(before)
         self._remember_uid(meta.get("uid"))
+        if services:
+            self.service_allocations.add(obj)
         bucket.put(namespace, name, obj)
         self.emit(bucket, kind, obj, wake)
         return obj
@@ -119,6 +127,8 @@ class ObjectStorage:
         bucket.remove(namespace, name)
         if stored is not None:
             self._forget_uid(_meta(stored).get("uid"))
+            if bucket.spec.group == "" and bucket.spec.resource == "services":
+                self.service_allocations.remove(stored)
         gone = _with_rv(last, rv)
         self.emit(bucket, "DELETED", gone, wake)
         return gone

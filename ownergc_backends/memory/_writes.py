@@ -76,7 +76,7 @@ from ._patch import (
     json_equal,
 )
 from ._registry import CRD_KEY, ResourceRegistry
-from ._service_ips import allocate, in_use
+from ._service_ips import allocate
 from ._storage import ObjectStorage
 from ._validation import (
     FINALIZER_FOREGROUND,
@@ -319,7 +319,7 @@ class WriteRules:
         if not load and not spec.computed:
             prepared = prepare_for_create(spec.group, version, spec.resource, stored)
             if spec.group == "" and spec.resource == "services":
-                prepared += self._allocate_service(bucket, stored, None)
+                prepared += self._allocate_service(stored, None)
             if prepared:
                 raise invalid(bucket, name, prepared)
         if spec.group == "" and spec.resource == "namespaces":
@@ -467,7 +467,7 @@ class WriteRules:
         if subresource != "status":
             prepare_for_update(spec.group, spec.resource, existing, new)
             if spec.group == "" and spec.resource == "services":
-                allocation_errors = self._allocate_service(bucket, new, existing)
+                allocation_errors = self._allocate_service(new, existing)
                 if allocation_errors:
                     raise invalid(bucket, name, allocation_errors)
 
@@ -494,21 +494,13 @@ class WriteRules:
             self._crd_serve_locked(name, serving, wake)
         return out
 
-    def _allocate_service(
-        self, bucket: _Storage, service: JSONDict, existing: JSONDict | None
-    ) -> list[FieldError]:
+    def _allocate_service(self, service: JSONDict, existing: JSONDict | None) -> list[FieldError]:
         """The Service registry's allocation for ``service`` (a create, or an update of
         ``existing``): what every other stored Service holds is taken."""
         spec = service.get("spec")
         if not isinstance(spec, dict):
             return []
-        others = (
-            obj
-            for objects in bucket.objects.values()
-            for obj in objects.values()
-            if obj is not existing
-        )
-        ips, ports = in_use(others)
+        ips, ports = self._storage.service_allocations.held_by_others(existing)
         old_spec = existing.get("spec") if existing is not None else None
         return allocate(spec, ips, ports, old_spec if isinstance(old_spec, dict) else None)
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from ownergc.errors import Invalid, ServerError
 from ownergc.protocols import APIResource, PatchType
 from ownergc_backends.memory import InMemoryStore
-from ownergc_backends.memory._service_ips import NODE_PORTS, allocate
+from ownergc_backends.memory._service_ips import NODE_PORTS, _held, allocate
 
 pytestmark = pytest.mark.anyio
 
@@ -161,12 +162,18 @@ async def test_an_update_keeps_node_ports_by_port_name() -> None:
     )
     h, s = (p["nodePort"] for p in created["spec"]["ports"])
     renumbered = await replace(
-        store, "np", type="NodePort", ports=[{"port": 8080, "name": "h"}, {"port": 443, "name": "s"}]
+        store,
+        "np",
+        type="NodePort",
+        ports=[{"port": 8080, "name": "h"}, {"port": 443, "name": "s"}],
     )
     assert [p["nodePort"] for p in renumbered["spec"]["ports"]] == [h, s]
     # a renamed port is a new port: a new node port, not one the Service still holds
     renamed = await replace(
-        store, "np", type="NodePort", ports=[{"port": 8080, "name": "web"}, {"port": 443, "name": "s"}]
+        store,
+        "np",
+        type="NodePort",
+        ports=[{"port": 8080, "name": "web"}, {"port": 443, "name": "s"}],
     )
     web, kept = (p["nodePort"] for p in renamed["spec"]["ports"])
     assert kept == s
@@ -190,9 +197,7 @@ async def test_a_load_balancer_no_longer_allocating_keeps_its_node_ports() -> No
         store, "lb", type="LoadBalancer", allocateLoadBalancerNodePorts=False, ports=[{"port": 80}]
     )
     assert kept["spec"]["ports"][0]["nodePort"] == port
-    fresh = await create(
-        store, "lb2", type="LoadBalancer", allocateLoadBalancerNodePorts=False
-    )
+    fresh = await create(store, "lb2", type="LoadBalancer", allocateLoadBalancerNodePorts=False)
     assert "nodePort" not in fresh["spec"]["ports"][0]
 
 
@@ -217,3 +222,77 @@ def test_a_full_range_is_the_server_s_error() -> None:
     assert str(full.value.message) == (
         "Internal error occurred: failed to allocate a nodePort: range is full"
     )
+
+
+def held_by_stored_services(store: InMemoryStore) -> tuple[dict[str, int], dict[int, int]]:
+    """What the stored Services hold, counted from the Services themselves."""
+    ips: dict[str, int] = {}
+    ports: dict[int, int] = {}
+    for service in store._storage.buckets[("", "services")].iter_sorted(None):
+        held_ips, held_ports = _held(service)
+        for ip in held_ips:
+            ips[ip] = ips.get(ip, 0) + 1
+        for port in held_ports:
+            ports[port] = ports.get(port, 0) + 1
+    return ips, ports
+
+
+async def test_the_allocation_index_follows_every_write() -> None:
+    # The store keeps what Services hold as they are written (no walk of every
+    # Service per write): after creates, updates that change type and ports,
+    # patches, deletes and a namespace's deletion, it agrees with a recount.
+    rng = random.Random(7)
+    store = InMemoryStore()
+    namespaces = store.resource_for("v1", "Namespace")
+    for ns in ("a", "b"):
+        await store.create(namespaces, {"metadata": {"name": ns}})
+    names: list[tuple[str, str]] = []
+    for step in range(300):
+        op = rng.random()
+        if op < 0.45 or not names:
+            ns, name = rng.choice(("a", "b", "default")), f"s{step}"
+            kind = rng.choice(("ClusterIP", "NodePort", "LoadBalancer", "ExternalName"))
+            spec: dict[str, Any] = {"type": kind, "ports": [{"port": 80, "name": "h"}]}
+            if kind == "ExternalName":
+                spec = {"type": kind, "externalName": "example.com"}
+            elif kind == "LoadBalancer":
+                spec["externalTrafficPolicy"] = rng.choice(("Local", "Cluster"))
+            body = {"metadata": {"name": name}, "spec": spec}
+            await store.create(services(store), body, namespace=ns)
+            names.append((ns, name))
+        elif op < 0.75:
+            ns, name = rng.choice(names)
+            kind = rng.choice(("ClusterIP", "NodePort"))
+            ports = [{"port": rng.choice((80, 81)), "name": rng.choice(("h", "g"))}]
+            stored = await store.get(services(store), name, namespace=ns, metadata_only=False)
+            if stored["spec"].get("type") == "ExternalName":
+                continue
+            body = {
+                "metadata": {
+                    "name": name,
+                    "resourceVersion": stored["metadata"]["resourceVersion"],
+                },
+                "spec": {"type": kind, "ports": ports, "clusterIP": stored["spec"]["clusterIP"]},
+            }
+            await store.update(services(store), body, namespace=ns)
+        else:
+            ns, name = names.pop(rng.randrange(len(names)))
+            await store.delete(services(store), name, namespace=ns)
+        allocations = store._storage.service_allocations
+        assert (allocations._ips, allocations._ports) == held_by_stored_services(store)
+    await store.delete(namespaces, "a")
+    assert (allocations._ips, allocations._ports) == held_by_stored_services(store)
+
+
+async def test_a_freed_address_below_the_others_is_given_out_first() -> None:
+    store = InMemoryStore()
+    for name in "abcd":
+        await create(store, name)
+    await store.delete(services(store), "b", namespace="default")
+    await store.delete(services(store), "a", namespace="default")
+    assert (await create(store, "e"))["spec"]["clusterIP"] == "10.96.0.2"
+    assert (await create(store, "f"))["spec"]["clusterIP"] == "10.96.0.3"
+    assert (await create(store, "g"))["spec"]["clusterIP"] == "10.96.0.6"
+    # an address asked for by a Service is skipped by the next ones
+    await create(store, "h", clusterIP="10.96.0.7")
+    assert (await create(store, "i"))["spec"]["clusterIP"] == "10.96.0.8"
