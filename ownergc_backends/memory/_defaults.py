@@ -803,6 +803,71 @@ def _crd(obj: JSONDict, spec: JSONDict, version: str) -> None:
             _default(names, "listKind", kind + "List")
 
 
+# -- flowcontrol.apiserver.k8s.io -------------------------------------------------
+
+
+def _zero(parent: JSONDict, key: str, value: Any) -> None:
+    """``parent[key] = value`` when it is left out, null or 0 (a Go int32 field that is
+    not a pointer: 0 is what it holds when it was not given)."""
+    given = parent.get(key)
+    if given is None or (given == 0 and not isinstance(given, bool)):
+        parent[key] = value
+
+
+#: A v1beta3 PriorityLevelConfiguration's annotation that keeps an explicit
+#: ``nominalConcurrencyShares: 0`` (which v1beta3 otherwise reads as "not given").
+PRESERVE_ZERO_SHARES: Final = "flowcontrol.k8s.io/v1beta3-preserve-zero-concurrency-shares"
+#: The flowcontrol versions whose limited priority levels have ``assuredConcurrencyShares``
+#: (v1beta3 renamed it ``nominalConcurrencyShares``).
+_ASSURED_SHARES_VERSIONS: Final = frozenset({"v1beta1", "v1beta2"})
+
+
+@_of_spec
+def _flow_schema(obj: JSONDict, spec: JSONDict, version: str) -> None:
+    _zero(spec, "matchingPrecedence", 1000)
+
+
+@_of_spec
+def _priority_level(obj: JSONDict, spec: JSONDict, version: str) -> None:
+    """A PriorityLevelConfiguration's defaults, which differ by version. Every version:
+    a queuing limit response's ``handSize`` 8, ``queues`` 64, ``queueLengthLimit`` 50
+    when 0. The shares of a limited level: in v1beta1 and v1beta2 (the versions serve
+    serves) ``assuredConcurrencyShares`` 30 when 0; in v1beta3 its rename
+    ``nominalConcurrencyShares`` 30 when 0, unless the object has the preserve-zero
+    annotation; in v1 (a pointer there) 30 only when left out, an explicit 0 is kept.
+    The borrowing fields, a limited level's ``lendablePercent`` and an ``exempt``
+    level's ``nominalConcurrencyShares`` and ``lendablePercent``, are 0 when left out in
+    v1beta3 and v1. kube-apiserver's v1beta1/v1beta2 defaulters have set them too since
+    1.26/1.28, but serve answers those versions with the recorded 1.24 server's
+    definitions, which do not have the fields (its strict field validation refuses
+    them): so they are not added there, or a client could not send back what it read."""
+    limited = _obj(spec, "limited")
+    newer = version not in _ASSURED_SHARES_VERSIONS
+    if limited is not None:
+        if not newer:
+            _zero(limited, "assuredConcurrencyShares", 30)
+        elif version == "v1":
+            _unset(limited, "nominalConcurrencyShares", 30)
+        else:
+            meta = _obj(obj, "metadata") or {}
+            if PRESERVE_ZERO_SHARES in (_obj(meta, "annotations") or {}):
+                _unset(limited, "nominalConcurrencyShares", 0)  # (printed, not omitted)
+            else:
+                _zero(limited, "nominalConcurrencyShares", 30)
+        if newer:
+            _unset(limited, "lendablePercent", 0)
+        response = _obj(limited, "limitResponse")
+        queuing = _obj(response, "queuing") if response is not None else None
+        if queuing is not None:
+            _zero(queuing, "handSize", 8)
+            _zero(queuing, "queues", 64)
+            _zero(queuing, "queueLengthLimit", 50)
+    exempt = _obj(spec, "exempt")
+    if exempt is not None and newer:
+        _unset(exempt, "nominalConcurrencyShares", 0)
+        _unset(exempt, "lendablePercent", 0)
+
+
 #: (group, resource) -> its decoding defaults.
 _DEFAULTERS: Final[dict[tuple[str, str], Defaulter]] = {
     ("", "pods"): _pod,
@@ -834,6 +899,8 @@ _DEFAULTERS: Final[dict[tuple[str, str], Defaulter]] = {
     ("admissionregistration.k8s.io", "validatingwebhookconfigurations"): _validating_webhooks,
     ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"): _mutating_webhooks,
     ("apiextensions.k8s.io", "customresourcedefinitions"): _crd,
+    ("flowcontrol.apiserver.k8s.io", "flowschemas"): _flow_schema,
+    ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations"): _priority_level,
 }
 
 
@@ -1141,6 +1208,8 @@ _PREPARERS: Final[dict[tuple[str, str], Preparer]] = {
     ),
     ("networking.k8s.io", "ingresses"): _prepare_status({"loadBalancer": {}}),
     ("storage.k8s.io", "volumeattachments"): _prepare_status({"attached": False}),
+    ("flowcontrol.apiserver.k8s.io", "flowschemas"): _prepare_status({}),
+    ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations"): _prepare_status({}),
 }
 
 
