@@ -294,3 +294,109 @@ def test_namespace_lifecycle_answers_first(namespace: str) -> None:
     else:
         assert status == 403, answer
         assert "because it is being terminated" in answer["message"]
+
+
+MIRROR = {"kubernetes.io/config.mirror": "0123abcd"}
+SECRET = "a mirror pod may not reference secrets"
+#: Mirror Pods the plugin refuses (spec fields beside one container), and why.
+MIRROR_REFUSALS = [
+    ({"serviceAccountName": "default"}, "a mirror pod may not reference service accounts"),
+    ({"imagePullSecrets": [{"name": "regcred"}]}, SECRET),
+    ({"volumes": [{"name": "v", "secret": {"secretName": "s"}}]}, SECRET),
+    ({"volumes": [{"name": "v", "projected": {"sources": [{"secret": {"name": "s"}}]}}]}, SECRET),
+    (
+        {
+            "volumes": [
+                {"name": "v", "azureFile": {"secretName": "s", "shareName": "x"}},
+            ]
+        },
+        SECRET,
+    ),
+    (
+        {"volumes": [{"name": "v", "cephfs": {"monitors": ["m"], "secretRef": {"name": "s"}}}]},
+        SECRET,
+    ),
+    (
+        {
+            "volumes": [
+                {"name": "v", "csi": {"driver": "d", "nodePublishSecretRef": {"name": "s"}}},
+            ]
+        },
+        SECRET,
+    ),
+    (
+        {
+            "initContainers": [
+                {"name": "i", "image": "i", "envFrom": [{"secretRef": {"name": "s"}}]},
+            ]
+        },
+        SECRET,
+    ),
+    (
+        {
+            "volumes": [
+                {
+                    "name": "v",
+                    "projected": {
+                        "sources": [{"serviceAccountToken": {"path": "token"}}],
+                    },
+                }
+            ]
+        },
+        "a mirror pod may not use ServiceAccountToken volume projections",
+    ),
+]
+
+
+@pytest.mark.parametrize(("spec", "why"), MIRROR_REFUSALS)
+def test_a_mirror_pod_may_not_reference_accounts_secrets_or_tokens(
+    server: KubeAPIServer, spec: dict[str, Any], why: str
+) -> None:
+    body = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "static-web-node1", "annotations": MIRROR},
+        "spec": {"containers": [{"name": "c", "image": "nginx:1.25"}], **spec},
+    }
+    status, _, answer = send(server, "POST", PODS, json.dumps(body))
+    assert status == 403, answer
+    assert answer["reason"] == "Forbidden"
+    assert answer["message"] == f'pods "static-web-node1" is forbidden: {why}'
+
+
+def test_a_mirror_pod_without_them_is_created_as_it_is(server: KubeAPIServer) -> None:
+    env = [
+        {"name": "A", "valueFrom": {"configMapKeyRef": {"name": "cm", "key": "k"}}},
+        {"name": "B", "value": "b"},
+    ]
+    body = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "static-web-node1", "annotations": MIRROR},
+        "spec": {
+            "containers": [{"name": "c", "image": "nginx:1.25", "env": env}],
+            "volumes": [
+                {"name": "v", "configMap": {"name": "cm"}},
+                {"name": "a", "azureFile": {"secretName": "", "shareName": "x"}},
+            ],
+        },
+    }
+    status, _, pod = send(server, "POST", PODS, json.dumps(body))
+    assert status == 201, pod
+    assert "serviceAccountName" not in pod["spec"]
+    assert [v["name"] for v in pod["spec"]["volumes"]] == ["v", "a"]
+
+
+@pytest.mark.anyio
+async def test_off_a_mirror_pod_is_neither_named_nor_refused() -> None:
+    admission = PodAdmission(InMemoryStore())
+    mirror = {
+        "metadata": {"name": "m", "annotations": MIRROR},
+        "spec": {
+            "containers": [{"name": "c", "image": "i"}],
+            "imagePullSecrets": [{"name": "regcred"}],
+        },
+    }
+    admitted = await admission.admit(_attrs(mirror))
+    assert admitted is not None
+    assert "serviceAccountName" not in admitted["spec"]

@@ -20,9 +20,11 @@ account's ``imagePullSecrets`` into a Pod that has none, and, unless
 the ServiceAccount), mounts the bound token volume ``kube-api-access-xxxxx``
 at ``/var/run/secrets/kubernetes.io/serviceaccount`` in every container and
 init container that has nothing mounted there. Mirror Pods (annotated
-``kubernetes.io/config.mirror``) are left as they are; the plugin's
-refusals of mirror Pods that reference service accounts or secrets are not
-here.
+``kubernetes.io/config.mirror``, the kubelet's copies of its static Pods) are
+left as they are, in both modes; with ``service_accounts=True`` one that names
+a service account, references a secret (an image pull secret, an
+environment variable or ``envFrom`` of any container, a volume) or projects a
+service account token is refused (403), as the plugin refuses it.
 """
 
 from __future__ import annotations
@@ -109,9 +111,17 @@ class PodAdmission:
             self._keep_priority(spec, attrs.namespace or _namespace(pod), pod_name)
             spec["tolerations"] = _with_default_tolerations(spec.get("tolerations"))
             return pod
-        if self.service_accounts:
+        if _is_mirror(pod):
+            refusal = _mirror_pod_refusal(spec) if self.service_accounts else None
+            if refusal is not None:
+                raise Forbidden(
+                    f'pods "{pod_name}" is forbidden: {refusal}',
+                    reason="Forbidden",
+                    details={"name": pod_name, "kind": "pods"},
+                )
+        elif self.service_accounts:
             namespace = attrs.namespace or _namespace(pod)
-            if not _is_mirror(pod) and self._namespace_active(namespace):
+            if self._namespace_active(namespace):
                 await self._service_account(pod, namespace, pod_name)
         else:
             name = spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
@@ -262,6 +272,85 @@ def _is_mirror(pod: JSONDict) -> bool:
     meta = pod.get("metadata")
     annotations = meta.get("annotations") if isinstance(meta, dict) else None
     return isinstance(annotations, dict) and MIRROR_POD_ANNOTATION in annotations
+
+
+#: The volume sources that name a secret: the source, and where its name is.
+_SECRET_VOLUME_SOURCES: Final = (
+    "secret",
+    "azureFile",
+    "cephfs",
+    "cinder",
+    "flexVolume",
+    "iscsi",
+    "rbd",
+    "scaleIO",
+    "storageos",
+)
+
+
+def _mirror_pod_refusal(spec: JSONDict) -> str | None:
+    """Why the ServiceAccount plugin refuses this mirror Pod, if it does: the kubelet's
+    copy of a static Pod may not name a service account, reference a secret, or
+    project a service account token."""
+    if spec.get("serviceAccountName"):
+        return "a mirror pod may not reference service accounts"
+    volumes = _items(spec.get("volumes"))
+    if _items(spec.get("imagePullSecrets")) or any(
+        _references_secret(container)
+        for key in ("containers", "initContainers", "ephemeralContainers")
+        for container in _items(spec.get(key))
+    ):
+        return "a mirror pod may not reference secrets"
+    for volume in volumes:
+        csi = volume.get("csi")
+        sources = _projected_sources(volume)
+        if (
+            any(
+                isinstance(volume.get(kind), dict) and _names_secret(kind, volume[kind])
+                for kind in _SECRET_VOLUME_SOURCES
+            )
+            or (isinstance(csi, dict) and isinstance(csi.get("nodePublishSecretRef"), dict))
+            or any(isinstance(source.get("secret"), dict) for source in sources)
+        ):
+            return "a mirror pod may not reference secrets"
+    for volume in volumes:
+        if any(
+            isinstance(source.get("serviceAccountToken"), dict)
+            for source in _projected_sources(volume)
+        ):
+            return "a mirror pod may not use ServiceAccountToken volume projections"
+    return None
+
+
+def _items(value: object) -> list[JSONDict]:
+    """The objects of a list field (nothing when it is not a list)."""
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+def _projected_sources(volume: JSONDict) -> list[JSONDict]:
+    projected = volume.get("projected")
+    return _items(projected.get("sources")) if isinstance(projected, dict) else []
+
+
+def _names_secret(kind: str, source: JSONDict) -> bool:
+    """Does this volume source reference a secret? ``secret`` always does; Azure File
+    by a ``secretName`` that is not empty; the others by a ``secretRef``."""
+    if kind == "secret":
+        return True
+    if kind == "azureFile":
+        return bool(source.get("secretName"))
+    return isinstance(source.get("secretRef"), dict)
+
+
+def _references_secret(container: JSONDict) -> bool:
+    """Does this container take an environment variable (or all of them) from a secret?"""
+    return any(
+        isinstance(source.get("secretRef"), dict) for source in _items(container.get("envFrom"))
+    ) or any(
+        isinstance((variable.get("valueFrom") or {}).get("secretKeyRef"), dict)
+        for variable in _items(container.get("env"))
+        if isinstance(variable.get("valueFrom") or {}, dict)
+    )
 
 
 def _automount(spec: JSONDict, account: JSONDict) -> bool:
