@@ -21,6 +21,7 @@ cdef class GraphBuilder:
     cdef dict _graph
     cdef dict _namespaces
     cdef dict _ref_cache
+    cdef _Parsed _last_parsed
     cdef public object absent_owner_cache
     cdef public object attempt_to_delete
     cdef public object attempt_to_delete_rate_limited

@@ -439,6 +439,7 @@ class GraphBuilder:
 
     __slots__ = (
         "_graph",
+        "_last_parsed",
         "_namespaces",
         "_ref_cache",
         "absent_owner_cache",
@@ -463,6 +464,10 @@ class GraphBuilder:
             PyObject_GC_UnTrack(graph)  # type: ignore[name-defined]  # noqa: F821
         self.absent_owner_cache = AbsentOwnerCache(absent_owner_cache_size)
         self._ref_cache: dict[str, _Parsed] = {}
+        #: The entry parsed or found last: siblings come one after another (a list is
+        #: sorted by name, and a ReplicaSet's pods share its name), so the next one is
+        #: most likely the same owner's, found without a lookup in the (large) cache.
+        self._last_parsed: _Parsed | None = None
         self._namespaces: dict[str, str] = {}
         self.attempt_to_delete = []
         self.attempt_to_delete_rate_limited = []
@@ -532,7 +537,10 @@ class GraphBuilder:
                 if type(first) is dict:
                     # _parsed's cache hit, inlined for the common single entry (a sibling's)
                     entry = first
-                    hit = self._ref_cache.get(entry.get("uid"))  # type: ignore[arg-type]
+                    ref_uid = entry.get("uid")
+                    hit = self._last_parsed
+                    if hit is None or hit.uid != ref_uid:
+                        hit = self._ref_cache.get(ref_uid)  # type: ignore[arg-type]
                     if hit is not None and not (
                         # == takes True for 1; the parse would not (booleans only): `is`
                         entry.get("controller") is hit.controller
@@ -542,7 +550,11 @@ class GraphBuilder:
                         and entry.get("apiVersion") == hit.api_version
                     ):
                         hit = None
-            owners = hit.owners if hit is not None else self._parse_owner_references(raw_refs)
+            if hit is not None:
+                owners = hit.owners
+                self._last_parsed = hit
+            else:
+                owners = self._parse_owner_references(raw_refs)
         graph = self._graph
         owner = graph.get(hit.uid) if hit is not None else None
         namespace = meta.get("namespace") or None
@@ -737,6 +749,7 @@ class GraphBuilder:
             self._process_transitions(old_state, (True, finalizers), node)
         return node
 
+    @cython.locals(parsed=_Parsed)
     def _parse_owner_references(self, raw: Any) -> tuple[OwnerReference, ...]:
         """Parse ownerReferences, reusing what an equal earlier entry parsed to.
 
@@ -751,7 +764,9 @@ class GraphBuilder:
                 f"metadata.ownerReferences must be a list, got {type(raw).__name__}"
             )
         if len(raw) == 1:
-            return self._parsed(raw[0]).owners
+            parsed = self._parsed(raw[0])
+            self._last_parsed = parsed
+            return parsed.owners
         return tuple([self._parsed(entry).ref for entry in raw])
 
     @cython.locals(plain=dict, hit=_Parsed)
