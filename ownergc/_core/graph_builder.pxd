@@ -22,6 +22,7 @@ cdef class GraphBuilder:
     cdef dict _namespaces
     cdef dict _ref_cache
     cdef _Parsed _last_parsed
+    cdef Node _last_owner
     cdef public object absent_owner_cache
     cdef public object attempt_to_delete
     cdef public object attempt_to_delete_rate_limited

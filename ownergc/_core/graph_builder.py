@@ -439,6 +439,7 @@ class GraphBuilder:
 
     __slots__ = (
         "_graph",
+        "_last_owner",
         "_last_parsed",
         "_namespaces",
         "_ref_cache",
@@ -468,6 +469,9 @@ class GraphBuilder:
         #: sorted by name, and a ReplicaSet's pods share its name), so the next one is
         #: most likely the same owner's, found without a lookup in the (large) cache.
         self._last_parsed: _Parsed | None = None
+        #: The owner last looked up for a sibling, for the same reason; forgotten
+        #: whenever a uid's node is removed or replaced, so it is always the graph's.
+        self._last_owner: Node | None = None
         self._namespaces: dict[str, str] = {}
         self.attempt_to_delete = []
         self.attempt_to_delete_rate_limited = []
@@ -556,7 +560,12 @@ class GraphBuilder:
             else:
                 owners = self._parse_owner_references(raw_refs)
         graph = self._graph
-        owner = graph.get(hit.uid) if hit is not None else None
+        owner = None
+        if hit is not None:
+            owner = self._last_owner
+            if owner is None or owner.uid != hit.uid:
+                owner = graph.get(hit.uid)
+                self._last_owner = owner
         namespace = meta.get("namespace") or None
         if namespace is not None:
             if type(namespace) is not str:
@@ -873,6 +882,7 @@ class GraphBuilder:
                 if alternate is not None:
                     replacement = node.copy_with_identity(alternate)
                     self._graph[identity.uid] = replacement
+                    self._last_owner = None
                     self.attempt_to_delete_rate_limited.append(replacement)
             return
         if node.identity != identity:
@@ -911,6 +921,7 @@ class GraphBuilder:
                 self.attempt_to_delete.append(dep)
             node = node.copy_with_identity(observed)
             self._graph[observed.uid] = node
+            self._last_owner = None
         node.virtual = False
         return node
 
@@ -994,6 +1005,7 @@ class GraphBuilder:
         uid = node.uid
         if graph.get(uid) is node:
             del graph[uid]
+            self._last_owner = None
         waiting: list[Node] | None = None  # owners deleting their dependents
         owner: Node | None
         for ref in node.owners:
