@@ -13,7 +13,10 @@ and the garbage collector's own requests, as ``ownergc controller`` sends them
 ``patch`` (a merge patch of one object's ownerReferences, alternating between
 two values so that every PATCH writes) and ``delete`` (a DELETE with a
 DeleteOptions body carrying the uid precondition and the propagation policy,
-of a new object each time).
+of a new object each time). Two cases write a Pod, the kind with the most
+defaults (one container with a port and a probe, one volume): ``pod-create``
+(a POST of a new Pod each time, answered whole) and ``pod-patch`` (the
+``patch`` case's merge patch of one Pod's ownerReferences).
 
 Which checkout is measured is the one ``PYTHONPATH`` selects for the child:
 compare two back to back, e.g.::
@@ -49,7 +52,27 @@ META_ACCEPT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,appl
 Call = tuple[str, str, bytes | None, dict[str, str]]
 
 
-CASES = ("get", "list", "get-meta", "patch", "delete")
+CASES = ("get", "list", "get-meta", "patch", "delete", "pod-create", "pod-patch")
+PODS = "/api/v1/namespaces/default/pods"
+
+
+def _pod(name: str) -> dict[str, object]:
+    """A small Pod as a client writes it: one container with a port and a probe, one
+    volume (what the server defaults fills in the rest)."""
+    probe = {"httpGet": {"port": 8080}}
+    container = {
+        "name": "app",
+        "image": "registry.example/app:1.0",
+        "ports": [{"containerPort": 8080}],
+        "readinessProbe": probe,
+        "volumeMounts": [{"name": "cache", "mountPath": "/cache"}],
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": {"app": "bench"}},
+        "spec": {"containers": [container], "volumes": [{"name": "cache", "emptyDir": {}}]},
+    }
 
 
 def _serve(objects: int, doomed: int) -> None:
@@ -74,6 +97,8 @@ def _serve(objects: int, doomed: int) -> None:
         for i in range(doomed):
             body = {"metadata": {"name": f"doomed-{i}"}, "data": {"k": "v"}}
             uids.append(server.call(create, configmaps, body)["metadata"]["uid"])
+        pods = store.resource_for("v1", "Pod")
+        server.call(functools.partial(store.create, namespace="default"), pods, _pod("patched"))
         print(server.url, flush=True)
         print(json.dumps(uids), flush=True)
         # Each line asks for the CPU seconds this process (the server) used so far.
@@ -92,7 +117,7 @@ def _round(
         conn.request(method, path, body=body, headers=headers)
         resp = conn.getresponse()
         resp.read()
-        if resp.status != 200:
+        if resp.status not in (200, 201):
             raise SystemExit(f"{method} {path}: {resp.status}")
     elapsed = time.perf_counter() - started
     return n / elapsed, (cpu() - cpu_before) / n * 1e6
@@ -107,8 +132,9 @@ def _calls(case: str, uids: list[str]) -> Iterator[Call]:
         yield from itertools.repeat(("GET", CM, None, {}))
     elif case == "get-meta":
         yield from itertools.repeat(("GET", f"{CM}/cm-0", None, meta))
-    elif case == "patch":
+    elif case in ("patch", "pod-patch"):
         headers = {**meta, "Content-Type": "application/merge-patch+json"}
+        path = f"{CM}/cm-1" if case == "patch" else f"{PODS}/patched"
         for i in itertools.count():
             ref = {
                 "apiVersion": "v1",
@@ -117,7 +143,11 @@ def _calls(case: str, uids: list[str]) -> Iterator[Call]:
                 "uid": f"00000000-0000-0000-0000-00000000000{i % 2}",
             }
             body = {"metadata": {"ownerReferences": [ref]}}
-            yield ("PATCH", f"{CM}/cm-1", json.dumps(body).encode(), headers)
+            yield ("PATCH", path, json.dumps(body).encode(), headers)
+    elif case == "pod-create":
+        headers = {"Content-Type": "application/json"}
+        for i in itertools.count():
+            yield ("POST", PODS, json.dumps(_pod(f"bench-{i}")).encode(), headers)
     elif case == "delete":
         headers = {**meta, "Content-Type": "application/json"}
         for i, uid in enumerate(uids):
