@@ -186,7 +186,7 @@ BUILTIN_RESOURCES: tuple[ResourceSpec, ...] = (
         name_rule=NameRule.DNS_LABEL,
     ),
     _builtin("", "v1", "nodes", "Node", namespaced=False),
-    _builtin("", "v1", "pods", "Pod"),
+    _builtin("", "v1", "pods", "Pod", subresources=frozenset({"eviction"})),
     _builtin("", "v1", "configmaps", "ConfigMap"),
     _builtin("", "v1", "secrets", "Secret"),
     _builtin("", "v1", "services", "Service", name_rule=NameRule.DNS_LABEL),

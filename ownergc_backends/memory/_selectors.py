@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from ownergc._kit.http import (
     Request,
@@ -102,8 +102,101 @@ def parse_label_selector(text: str) -> list[_Requirement]:
     return out
 
 
-def parse_field_selector(text: str) -> list[tuple[str, bool, str]]:
-    """``metadata.name`` / ``metadata.namespace`` with ``=``, ``==`` or ``!=``."""
+#: The fields a kind is selected by besides ``metadata.name`` and ``metadata.namespace``
+#: (kube-apiserver 1.30's field label conversions), by (group, resource): the labels,
+#: whether the two metadata fields are among them (a cluster-scoped kind with its own
+#: conversion takes no ``metadata.namespace``), and how an unknown label is refused.
+_FIELD_LABELS: dict[tuple[str, str], tuple[frozenset[str], bool, str]] = {
+    ("", "pods"): (
+        frozenset(
+            {
+                "spec.nodeName",
+                "spec.restartPolicy",
+                "spec.schedulerName",
+                "spec.serviceAccountName",
+                "spec.hostNetwork",
+                "status.phase",
+                "status.podIP",
+                "status.podIPs",  # (taken, and selects as empty: not a selectable field)
+                "status.nominatedNodeName",
+            }
+        ),
+        True,
+        "field label not supported: {label}",
+    ),
+    ("", "nodes"): (frozenset({"spec.unschedulable"}), False, "field label not supported: {label}"),
+    ("", "namespaces"): (frozenset({"status.phase"}), False, "field label not supported: {label}"),
+    ("", "replicationcontrollers"): (
+        frozenset({"status.replicas"}),
+        True,
+        "field label not supported: {label}",
+    ),
+    ("", "secrets"): (frozenset({"type"}), True, "field label not supported: {label}"),
+    ("", "events"): (
+        frozenset(
+            {
+                "involvedObject.kind",
+                "involvedObject.namespace",
+                "involvedObject.name",
+                "involvedObject.uid",
+                "involvedObject.apiVersion",
+                "involvedObject.resourceVersion",
+                "involvedObject.fieldPath",
+                "reason",
+                "reportingComponent",
+                "source",
+                "type",
+            }
+        ),
+        True,
+        "field label not supported: {label}",
+    ),
+    ("events.k8s.io", "events"): (
+        frozenset(
+            {
+                "regarding.kind",
+                "regarding.namespace",
+                "regarding.name",
+                "regarding.uid",
+                "regarding.apiVersion",
+                "regarding.resourceVersion",
+                "regarding.fieldPath",
+                "reason",
+                "reportingController",
+                "type",
+            }
+        ),
+        True,
+        "field label not supported: {label}",
+    ),
+    ("batch", "jobs"): (
+        frozenset({"status.successful"}),
+        True,
+        'field label "{label}" not supported for batchv1.Job',
+    ),
+    ("certificates.k8s.io", "certificatesigningrequests"): (
+        frozenset({"spec.signerName"}),
+        False,
+        "field label not supported: {label}",
+    ),
+}
+_METADATA_FIELDS: Final = frozenset({"metadata.name", "metadata.namespace"})
+#: Labels another label is read as (a Pod's old ``spec.host``; events.k8s.io's names for
+#: the core Event's fields).
+_ALIASES: Final = {"spec.host": "spec.nodeName", "reportingController": "reportingComponent"}
+
+
+def parse_field_selector(
+    text: str, resource: tuple[str, str] = ("", "")
+) -> list[tuple[str, bool, str]]:
+    """A field selector's terms (``=``, ``==`` or ``!=``), for the resource ``(group,
+    resource)``: ``metadata.name`` / ``metadata.namespace``, and the fields the kind adds
+    (a Pod's ``spec.nodeName``, ``status.phase``, ...); another is refused as
+    kube-apiserver refuses it (400)."""
+    labels, with_metadata, refusal = _FIELD_LABELS.get(resource, (frozenset(), True, ""))
+    known = labels | _METADATA_FIELDS if with_metadata else labels | {"metadata.name"}
+    if resource == ("", "pods"):
+        known = known | {"spec.host"}
     out: list[tuple[str, bool, str]] = []
     for part in (p.strip() for p in text.split(",")):
         if not part:
@@ -117,14 +210,62 @@ def parse_field_selector(text: str) -> list[tuple[str, bool, str]]:
         else:
             raise BadRequest(f"invalid field selector: {part!r}", reason="BadRequest")
         key = key.strip()
-        if key not in ("metadata.name", "metadata.namespace"):
-            raise BadRequest(
-                f'"{key}" is not a known field selector: only "metadata.name", '
-                '"metadata.namespace"',
-                reason="BadRequest",
+        if key not in known:
+            message = (
+                refusal.format(label=key)
+                if refusal
+                else f'"{key}" is not a known field selector: only "metadata.name", '
+                '"metadata.namespace"'
             )
-        out.append((key, equal, value.strip()))
+            raise BadRequest(message, reason="BadRequest")
+        out.append((_ALIASES.get(key, key), equal, value.strip()))
     return out
+
+
+def _text(value: Any) -> str:
+    """A field's value as a field selector compares it (Go's formatting)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _field_value(obj: JSONDict, key: str) -> str:
+    """The value ``key`` selects ``obj`` by, as kube-apiserver's selectable fields give
+    it (a missing field is empty, a missing count 0, a missing flag false)."""
+    meta = obj.get("metadata") or {}
+    if key == "metadata.name":
+        return _text(meta.get("name"))
+    if key == "metadata.namespace":
+        return _text(meta.get("namespace"))
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    if key == "status.podIP":
+        ips = status.get("podIPs") or []
+        first = ips[0] if isinstance(ips, list) and ips else None
+        return _text(first.get("ip") if isinstance(first, dict) else status.get("podIP"))
+    if key == "status.podIPs":
+        return ""
+    if key in ("spec.hostNetwork", "spec.unschedulable"):
+        return _text(bool(spec.get(key.partition(".")[2])))
+    if key in ("status.replicas", "status.successful"):
+        count = status.get("succeeded" if key == "status.successful" else "replicas")
+        return _text(count if isinstance(count, int) else 0)
+    if key.startswith(("involvedObject.", "regarding.")):
+        field = key.partition(".")[2]
+        about = obj.get("involvedObject") or obj.get("regarding") or {}
+        return _text(about.get(field) if isinstance(about, dict) else None)
+    if key == "reportingComponent":
+        return _text(obj.get("reportingComponent") or obj.get("reportingController"))
+    if key == "source":
+        source = obj.get("source") or obj.get("deprecatedSource") or {}
+        component = source.get("component") if isinstance(source, dict) else None
+        return _text(component or obj.get("reportingComponent") or obj.get("reportingController"))
+    head, _, rest = key.partition(".")
+    if head in ("spec", "status"):
+        return _text((spec if head == "spec" else status).get(rest))
+    return _text(obj.get(key))
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,24 +277,26 @@ class _Filter:
     def empty(self) -> bool:
         return not self.labels and not self.fields
 
+    @property
+    def needs_body(self) -> bool:
+        """Does a field term read more than the metadata?"""
+        return any(key not in _METADATA_FIELDS for key, _, _ in self.fields)
+
     def matches(self, obj: JSONDict) -> bool:
         meta = obj.get("metadata") or {}
         labels = meta.get("labels") or {}
         if not all(r.matches(labels) for r in self.labels):
             return False
-        for key, equal, value in self.fields:
-            actual = meta.get("name" if key == "metadata.name" else "namespace") or ""
-            if (actual == value) != equal:
-                return False
-        return True
+        return all((_field_value(obj, key) == value) == equal for key, equal, value in self.fields)
 
 
-def _filter_from(request: Request) -> _Filter:
+def _filter_from(request: Request, resource: tuple[str, str] = ("", "")) -> _Filter:
+    """The request's label and field selectors, for ``resource`` (group, resource)."""
     labels = request.param("labelSelector")
     fields = request.param("fieldSelector")
     return _Filter(
         labels=tuple(parse_label_selector(labels)) if labels else (),
-        fields=tuple(parse_field_selector(fields)) if fields else (),
+        fields=tuple(parse_field_selector(fields, resource)) if fields else (),
     )
 
 

@@ -50,6 +50,7 @@ from ._apiserver.admission import AdmissionChain
 from ._apiserver.context import Handler
 from ._apiserver.discovery import Discovery
 from ._apiserver.dryrun import AcceptDryRun, DryRunPolicy
+from ._apiserver.eviction import EvictionHandler
 from ._apiserver.faults import StoreWrapper, gate_for, memory_store_behind
 from ._apiserver.fieldmanager import FieldManager
 from ._apiserver.fieldvalidation import FieldValidation
@@ -203,6 +204,7 @@ class KubeAPIServer:
                 scale=ScaleHandler(self.store, writes.dry_run),
                 review=ReviewHandler(),
                 token=TokenRequestHandler(self.store),
+                eviction=EvictionHandler(self.store),
             ),
             validation,
         )

@@ -198,4 +198,6 @@ def _subresource_entry(resource: APIResource, sub: str) -> JSONDict:
         entry.update(
             group="authentication.k8s.io", version="v1", kind="TokenRequest", verbs=["create"]
         )
+    elif sub == "eviction":
+        entry.update(group="policy", version="v1", kind="Eviction", verbs=["create"])
     return entry

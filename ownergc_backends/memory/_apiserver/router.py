@@ -44,7 +44,7 @@ _HEALTH_CHECKS: dict[str, tuple[str, ...]] = {
     "readyz": ("ping", "log", "etcd", "etcd-readiness", "informer-sync", "shutdown"),
 }
 _TEXT = [("Content-Type", "text/plain; charset=utf-8"), ("X-Content-Type-Options", "nosniff")]
-_SUBRESOURCES = ("status", "scale", "token")
+_SUBRESOURCES = ("status", "scale", "token", "eviction")
 
 
 class NonResourceRoutes:
@@ -136,13 +136,30 @@ def _not_allowed(method: str) -> MethodNotAllowed:
     )
 
 
+async def _create_only(ctx: RequestContext, route: ResourceRoute) -> Reply:
+    """Another method than POST on a create-only subresource (``pods/eviction``)."""
+    return _json_response(
+        405,
+        {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": "the server does not allow this method on the requested resource",
+            "reason": "MethodNotAllowed",
+            "details": {},
+            "code": 405,
+        },
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class RESTDispatcher:
     """Which REST handler serves a method on a route (a table of the handlers).
 
     ``review`` answers the POSTs of the review kinds (never stored) and
-    ``token`` the ``serviceaccounts/token`` subresource; without them those
-    routes are 405s and 404s.
+    ``token`` the ``serviceaccounts/token`` subresource, ``eviction``
+    ``pods/eviction``; without them those routes are 405s and 404s.
     """
 
     get: RESTHandler
@@ -156,16 +173,20 @@ class RESTDispatcher:
     scale: RESTHandler
     review: RESTHandler | None = None
     token: RESTHandler | None = None
+    eviction: RESTHandler | None = None
 
     def handler_for(self, ctx: RequestContext, route: ResourceRoute) -> RESTHandler:
         method = ctx.request.method
         read = method in ("GET", "HEAD")
-        if route.subresource == "token":
-            if self.token is None:
+        if route.subresource in ("token", "eviction"):
+            handler = self.token if route.subresource == "token" else self.eviction
+            if handler is None:
                 raise no_route()
             if method != "POST":
+                if route.subresource == "eviction":
+                    return _create_only  # (worded as kube-apiserver words it there)
                 raise _not_allowed(method)
-            return self.token
+            return handler
         if route.subresource is not None and method not in ("GET", "HEAD", "PUT", "PATCH"):
             raise _not_allowed(method)
         if route.subresource == "scale":

@@ -76,7 +76,7 @@ class WatchHandler:
             resource_version=rv,
             timeout=timeout,
             target=target,
-            filter=_filter_from(request),
+            filter=_filter_from(request, (route.resource.group, route.resource.resource)),
             include=request.param("includeObject") or "PartialObjectMetadata",
             send_initial=send_initial,
             bookmarks=bookmarks,
@@ -200,7 +200,12 @@ class WatchStreamer:
         dropped it, or the client went away), see :meth:`stream`."""
         route, target, selector = plan.route, plan.target, plan.filter
         rv = plan.resource_version
-        metadata_only = target.kind in ("PartialObjectMetadata", "PartialObjectMetadataList")
+        # (a field selector on more than the metadata reads whole objects; the events
+        # are still sent as metadata: _event_line)
+        metadata_only = (
+            target.kind in ("PartialObjectMetadata", "PartialObjectMetadataList")
+            and not selector.needs_body
+        )
         state = _PumpState(plan, first_table=True)
         if plan.send_initial:
             # Watch-list: the current objects as ADDED, then a bookmark saying the
@@ -303,7 +308,9 @@ class WatchStreamer:
                 [obj], target.version, plan.include, rv_now, printer, headers=state.first_table
             )
             state.first_table = False
-        elif target.kind is not None and target.version != "v1":
+        elif target.kind is not None and (
+            target.version != "v1" or obj.get("kind") != "PartialObjectMetadata"
+        ):
             obj = _partial(obj, target.version)
         return _encode({"type": kind, "object": obj}) + b"\n"
 
