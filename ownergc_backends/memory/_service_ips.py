@@ -29,8 +29,7 @@ from ._validation import FieldError
 __all__ = [
     "NODE_PORTS",
     "SERVICE_CIDR",
-    "HeldIPs",
-    "HeldPorts",
+    "Held",
     "ServiceAllocations",
     "allocate",
 ]
@@ -108,67 +107,51 @@ class ServiceAllocations:
             self._ports.pop(port, None)
             self._lowest_free_port = min(self._lowest_free_port, port)
 
-    def held_by_others(self, service: JSONDict | None) -> tuple[HeldIPs, HeldPorts]:
+    def held_by_others(self, service: JSONDict | None) -> tuple[Held, Held]:
         """The addresses and node ports held by the stored Services other than
         ``service`` (the stored Service an update replaces, or None)."""
         own_ips, own_ports = _held(service) if service is not None else ([], [])
-        return HeldIPs(self, own_ips), HeldPorts(self, own_ports)
+        return Held(self, self._ips, own_ips), Held(self, self._ports, own_ports)
 
-
-class HeldIPs:
-    """The addresses held by all stored Services but one (see
-    :meth:`ServiceAllocations.held_by_others`), as ``allocate`` asks about them."""
-
-    __slots__ = ("_allocations", "_own")
-
-    def __init__(self, allocations: ServiceAllocations, own: list[str]) -> None:
-        self._allocations = allocations
-        self._own = own
-
-    def __contains__(self, ip: object) -> bool:
-        if not isinstance(ip, str):
-            return False
-        return self._allocations._ips.get(ip, 0) > self._own.count(ip)
-
-    def lowest_free(self) -> str | None:
-        """The lowest free address, as ``_free_ip`` finds it, from where none below is free."""
-        allocations = self._allocations
-        value = allocations._lowest_free
+    def lowest_free_ip(self, held: Held) -> str | None:
+        """The lowest address not in ``held``, searched from where none below is free."""
+        value = self._lowest_free
         while value < _END_IP:
             candidate = str(ipaddress.IPv4Address(value))
-            if candidate not in self:
+            if candidate not in held:
                 return candidate
-            if candidate in allocations._ips:
-                allocations._lowest_free = value + 1
+            if value == self._lowest_free and candidate in self._ips:
+                self._lowest_free = value + 1
             value += 1
         return None
 
-
-class HeldPorts:
-    """The node ports held by all stored Services but one."""
-
-    __slots__ = ("_allocations", "_own")
-
-    def __init__(self, allocations: ServiceAllocations, own: list[int]) -> None:
-        self._allocations = allocations
-        self._own = own
-
-    def __contains__(self, port: object) -> bool:
-        if not isinstance(port, int):
-            return False
-        return self._allocations._ports.get(port, 0) > self._own.count(port)
-
-    def lowest_free(self, *also: Container[int]) -> int | None:
-        """The lowest node port neither held nor in ``also``, from where none below is free."""
-        allocations = self._allocations
-        port = allocations._lowest_free_port
+    def lowest_free_port(self, held: Held, *also: Container[int]) -> int | None:
+        """The lowest node port neither in ``held`` nor in ``also``, likewise."""
+        port = self._lowest_free_port
         while port < NODE_PORTS.stop:
-            if port not in self and not any(port in taken for taken in also):
+            if port not in held and not any(port in taken for taken in also):
                 return port
-            if port in allocations._ports and port == allocations._lowest_free_port:
-                allocations._lowest_free_port = port + 1
+            if port == self._lowest_free_port and port in self._ports:
+                self._lowest_free_port = port + 1
             port += 1
         return None
+
+
+class Held:
+    """What all stored Services but one hold, of addresses or of node ports (see
+    :meth:`ServiceAllocations.held_by_others`), as ``allocate`` asks about them."""
+
+    __slots__ = ("_counts", "_own", "allocations")
+
+    def __init__(
+        self, allocations: ServiceAllocations, counts: dict[Any, int], own: list[Any]
+    ) -> None:
+        self.allocations = allocations
+        self._counts = counts
+        self._own = own
+
+    def __contains__(self, value: object) -> bool:
+        return self._counts.get(value, 0) > self._own.count(value)
 
 
 def _ip_value(ip: str) -> int | None:
@@ -179,8 +162,8 @@ def _ip_value(ip: str) -> int | None:
 
 
 def _free_ip(used: Container[str]) -> str | None:
-    if isinstance(used, HeldIPs):
-        return used.lowest_free()
+    if isinstance(used, Held):
+        return used.allocations.lowest_free_ip(used)
     for value in range(_FIRST_IP, _END_IP):
         candidate = str(ipaddress.IPv4Address(value))
         if candidate not in used:
@@ -189,8 +172,8 @@ def _free_ip(used: Container[str]) -> str | None:
 
 
 def _free_port(used: Container[int], *also: Container[int]) -> int | None:
-    if isinstance(used, HeldPorts):
-        return used.lowest_free(*also)
+    if isinstance(used, Held):
+        return used.allocations.lowest_free_port(used, *also)
     every = (used, *also)
     return next((port for port in NODE_PORTS if not any(port in held for held in every)), None)
 
