@@ -4,8 +4,9 @@
 it), validates ``fieldValidation=Strict`` against it and reads server-side
 apply's merge facts from it. Its *discovery* (``paths``: the served group
 versions and their operations) is the one a real apiserver recorded
-(``tools/data/openapi-v2-recorded.json.gz``, a v1.24 development build); its
-*definitions* are v1.30.0's, so fields added since (CronJob ``timeZone``, Job
+(``tools/data/openapi-v2-recorded.json.gz``, a v1.24 development build), moved
+to the group versions v1.30 serves (:func:`paths_v130`); its *definitions* are
+v1.30.0's, so fields added since (CronJob ``timeZone``, Job
 ``podFailurePolicy``, ...) are known.
 
 Where the v1.30 definitions come from: the PyPI package ``kubernetes-validate``
@@ -31,7 +32,8 @@ default-configured v1.30 kube-apiserver serves for the kinds serve has
 (:func:`paths_v130`: the group versions 1.25-1.29 stopped serving dropped,
 ``flowcontrol.apiserver.k8s.io/v1`` and ``v1beta3`` and ``storage.k8s.io/v1``
 CSIStorageCapacity written from their recorded predecessors, which have the same
-operations, with names, ``$ref``s and group-version-kinds renamed);
+operations, with names, ``$ref``s and group-version-kinds renamed, and
+SelfSubjectReview's path from TokenReview's, :data:`ADDED_KINDS`);
 ``definitions`` = the converted v1.30 ones, plus every recorded definition v1.30
 no longer has that those paths still use (the recorded custom-resource and
 ``_v2`` definitions), and for a definition both have, the recorded
@@ -168,6 +170,18 @@ ADDED: tuple[tuple[str, str, frozenset[str] | None], ...] = (
 )
 
 
+#: (group version, recorded resource and kind, new resource and kind): a kind 1.30
+#: serves, and serve has, whose path is written from a recorded one of the same shape
+#: (SelfSubjectReview, GA in 1.28: create only, cluster-scoped, as TokenReview).
+ADDED_KINDS: tuple[tuple[str, tuple[str, str], tuple[str, str]], ...] = (
+    (
+        "authentication.k8s.io/v1",
+        ("tokenreviews", "TokenReview"),
+        ("selfsubjectreviews", "SelfSubjectReview"),
+    ),
+)
+
+
 def _path_group_version(path: str) -> tuple[str, str]:
     """(``group/version``, the rest) of ``/apis/<group>/<version>/<rest>``, else ("", "")."""
     parts = path.split("/")
@@ -226,6 +240,12 @@ def paths_v130(recorded: dict[str, Any]) -> dict[str, Any]:
             out[path.replace(f"/{source}/", f"/{new_gv}/", 1)] = _renamed(item, group, old, new)
         if gv not in REMOVED:
             out[path] = copy.deepcopy(item)
+        for kind_gv, (old_resource, old_kind), (new_resource, new_kind) in ADDED_KINDS:
+            if gv == kind_gv and _path_resource(rest) == old_resource:
+                text = json.dumps(item).replace(old_kind, new_kind)
+                out[path.replace(old_resource, new_resource)] = json.loads(
+                    text.replace(old_resource, new_resource)
+                )
     return out
 
 

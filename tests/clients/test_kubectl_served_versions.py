@@ -186,3 +186,10 @@ def test_explain_validation_and_server_side_apply_of_the_new_versions(
     )
     managers = {m["manager"] for m in level["metadata"]["managedFields"]}
     assert "tester" in managers
+
+
+def test_explain_self_subject_reviews(kubectl: Kubectl) -> None:
+    """SelfSubjectReview (authentication.k8s.io/v1, GA in 1.28: ``kubectl auth whoami``)
+    has its path in the OpenAPI documents, as on 1.30, so explain finds it."""
+    out = kubectl.run("explain", "selfsubjectreviews").stdout
+    assert re.search(r"KIND: +SelfSubjectReview", out), out

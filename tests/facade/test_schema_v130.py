@@ -179,6 +179,10 @@ def test_the_documents_paths_are_the_served_group_versions() -> None:
         )
     capacities = packaged["/apis/storage.k8s.io/v1/namespaces/{namespace}/csistoragecapacities"]
     assert capacities["post"]["operationId"] == "createStorageV1NamespacedCSIStorageCapacity"
+    # SelfSubjectReview (1.28 GA; kubectl auth whoami), written from TokenReview's path
+    review = packaged["/apis/authentication.k8s.io/v1/selfsubjectreviews"]["post"]
+    assert review["operationId"] == "createAuthenticationV1SelfSubjectReview"
+    assert review["x-kubernetes-group-version-kind"]["kind"] == "SelfSubjectReview"
 
 
 def test_no_definition_of_a_removed_version_is_left() -> None:
