@@ -829,7 +829,10 @@ def _priority_level(obj: JSONDict, spec: JSONDict, version: str) -> None:
     ``lendablePercent`` and an ``exempt`` level's ``nominalConcurrencyShares`` and
     ``lendablePercent``, 0 when left out. A limited level's ``nominalConcurrencyShares``:
     in v1 (a pointer there) 30 only when left out, an explicit 0 is kept; in v1beta3
-    30 when 0, unless the object has the preserve-zero annotation."""
+    30 when 0, unless the object has the preserve-zero annotation. (Another version,
+    registered to mirror an older cluster's discovery, is left as it is.)"""
+    if version not in ("v1", "v1beta3"):
+        return
     limited = _obj(spec, "limited")
     if limited is not None:
         if version == "v1":

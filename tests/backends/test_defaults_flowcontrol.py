@@ -278,3 +278,10 @@ def test_an_exempt_level_s_borrowing_fields_default_to_zero(version: str) -> Non
     assert spec(given)["exempt"] == {"nominalConcurrencyShares": 10, "lendablePercent": 0}
     # no exempt object: nothing is added (only a given one is defaulted)
     assert spec({"spec": {"type": "Exempt"}}) == {"type": "Exempt"}
+
+
+def test_a_version_1_30_does_not_serve_gets_no_shares_defaults() -> None:
+    """A v1beta2 level (a resource registered to mirror an older cluster's discovery)
+    is not given v1beta3's renamed field or the borrowing fields its version lacks."""
+    limited = {"assuredConcurrencyShares": 5, "limitResponse": {"type": "Reject"}}
+    assert _limited("v1beta2", dict(limited)) == limited
