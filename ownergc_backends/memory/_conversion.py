@@ -25,11 +25,26 @@ from ownergc.protocols import JSONDict
 
 from ._defaults import PRESERVE_ZERO_SHARES
 
-__all__ = ["CONVERTED", "from_storage", "to_storage"]
+__all__ = ["CONVERTED", "defaults_version", "from_storage", "to_storage"]
 
 _FLOWCONTROL: Final = "flowcontrol.apiserver.k8s.io"
 #: (resource, version) whose objects are converted; a renderer checks this first.
 CONVERTED: Final = frozenset({("prioritylevelconfigurations", "v1beta3")})
+
+
+#: Kinds whose served versions differ in shape, which serve does not convert: a body
+#: has the stored object's shape whatever version the request names.
+_UNCONVERTED_SHAPES: Final = frozenset({("autoscaling", "horizontalpodautoscalers")})
+
+
+def defaults_version(group: str, resource: str, requested: str, stored: str) -> str:
+    """The version whose defaults the store gives an update's body: the one the request
+    names, as the server decodes the body in it (a v1 PriorityLevelConfiguration keeps
+    an explicit 0 that v1beta3 would make 30); for a kind whose versions differ in shape
+    (HorizontalPodAutoscaler's autoscaling/v1 and v2), the stored object's, whose shape
+    the body has since serve does not convert it. (Over HTTP the facade has already
+    defaulted the body in the request's version, before admission.)"""
+    return stored if (group, resource) in _UNCONVERTED_SHAPES else requested
 
 
 def to_storage(group: str, resource: str, version: str, body: JSONDict) -> None:

@@ -285,3 +285,37 @@ def test_a_version_1_30_does_not_serve_gets_no_shares_defaults() -> None:
     is not given v1beta3's renamed field or the borrowing fields its version lacks."""
     limited = {"assuredConcurrencyShares": 5, "limitResponse": {"type": "Reject"}}
     assert _limited("v1beta2", dict(limited)) == limited
+
+
+async def test_the_store_defaults_an_update_in_the_version_it_names() -> None:
+    """Through the store's API too: a level created in v1beta3 and updated in v1 with an
+    explicit 0 keeps it (v1's defaults, not v1beta3's, where 0 means "not given")."""
+    store = InMemoryStore()
+    beta = _resource(store, "v1beta3", "PriorityLevelConfiguration")
+    stable = _resource(store, "v1", "PriorityLevelConfiguration")
+    body = {"metadata": {"name": "p"}, "spec": {"type": "Limited", "limited": {}}}
+    created = await store.create(beta, body)
+    assert created["spec"]["limited"]["nominalConcurrencyShares"] == 30
+    created["spec"]["limited"]["nominalConcurrencyShares"] = 0
+    updated = await store.update(stable, created)
+    assert updated["spec"]["limited"]["nominalConcurrencyShares"] == 0
+
+
+async def test_an_hpa_update_keeps_the_shape_it_was_stored_in() -> None:
+    """HorizontalPodAutoscaler's autoscaling/v1 and v2 differ in shape and serve does not
+    convert them: the store defaults an update in the stored object's version, so a
+    v1-shaped HPA updated through v2 does not get v2's default ``metrics``."""
+    store = InMemoryStore()
+    v1 = store.resource_for("autoscaling/v1", "HorizontalPodAutoscaler")
+    v2 = store.resource_for("autoscaling/v2", "HorizontalPodAutoscaler")
+    target = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"}
+    body = {
+        "metadata": {"name": "h", "namespace": "default"},
+        "spec": {"maxReplicas": 3, "scaleTargetRef": target},
+    }
+    created = await store.create(v1, body)
+    assert created["spec"]["targetCPUUtilizationPercentage"] == 80
+    created["spec"]["maxReplicas"] = 4
+    updated = await store.update(v2, created)
+    assert "metrics" not in updated["spec"]
+    assert updated["spec"]["maxReplicas"] == 4
