@@ -4,8 +4,9 @@
 it), validates ``fieldValidation=Strict`` against it and reads server-side
 apply's merge facts from it. Its *discovery* (``paths``: the served group
 versions and their operations) is the one a real apiserver recorded
-(``tools/data/openapi-v2-recorded.json.gz``, a v1.24 development build); its
-*definitions* are v1.30.0's, so fields added since (CronJob ``timeZone``, Job
+(``tools/data/openapi-v2-recorded.json.gz``, a v1.24 development build), moved
+to the group versions v1.30 serves (:func:`paths_v130`); its *definitions* are
+v1.30.0's, so fields added since (CronJob ``timeZone``, Job
 ``podFailurePolicy``, ...) are known.
 
 Where the v1.30 definitions come from: the PyPI package ``kubernetes-validate``
@@ -25,14 +26,19 @@ _definitions.json``). That conversion is undone here, as data:
 ``tools/check_openapi_roundtrip.py`` checks that this back-conversion of an
 older release reproduces the recorded document's definitions.
 
-The result: the recorded document's ``swagger``, ``info``, ``paths`` and
-``security*`` unchanged; ``definitions`` = the converted v1.30 ones, plus every
-recorded definition v1.30 no longer has (group versions 1.30 removed but serve
-still serves, such as ``batch/v1beta1`` or ``policy/v1beta1``, and the recorded
-custom-resource and ``_v2`` definitions), and for a definition both have, the
-recorded ``x-kubernetes-group-version-kind`` entries added to v1.30's (so
-``DeleteOptions`` still lists the removed group versions serve answers). Every
-``$ref`` must resolve, or the tool fails.
+The result: the recorded document's ``swagger``, ``info`` and ``security*``
+unchanged; ``paths`` = the recorded paths moved to the group versions a
+default-configured v1.30 kube-apiserver serves for the kinds serve has
+(:func:`paths_v130`: the group versions 1.25-1.29 stopped serving dropped,
+``flowcontrol.apiserver.k8s.io/v1`` and ``v1beta3`` and ``storage.k8s.io/v1``
+CSIStorageCapacity written from their recorded predecessors, which have the same
+operations, with names, ``$ref``s and group-version-kinds renamed, and
+SelfSubjectReview's path from TokenReview's, :data:`ADDED_KINDS`);
+``definitions`` = the converted v1.30 ones, plus every recorded definition v1.30
+no longer has that those paths still use (the recorded custom-resource and
+``_v2`` definitions), and for a definition both have, the recorded
+``x-kubernetes-group-version-kind`` entries of still-served group versions added
+to v1.30's. Every ``$ref`` must resolve, or the tool fails.
 
 Usage (the wheel, or a directory it was unpacked into)::
 
@@ -140,21 +146,134 @@ def to_swagger(defs: dict[str, Any], reference: dict[str, Any]) -> dict[str, Any
     return out
 
 
+#: Recorded group versions a v1.30 kube-apiserver no longer serves, with the release
+#: that stopped serving them (Kubernetes' Deprecated API Migration Guide).
+REMOVED: dict[str, str] = {
+    "batch/v1beta1": "v1.25",
+    "discovery.k8s.io/v1beta1": "v1.25",
+    "events.k8s.io/v1beta1": "v1.25",
+    "autoscaling/v2beta1": "v1.25",
+    "policy/v1beta1": "v1.25",
+    "node.k8s.io/v1beta1": "v1.25",
+    "autoscaling/v2beta2": "v1.26",
+    "flowcontrol.apiserver.k8s.io/v1beta1": "v1.26",
+    "storage.k8s.io/v1beta1": "v1.27",
+    "flowcontrol.apiserver.k8s.io/v1beta2": "v1.29",
+}
+
+#: (new group version, recorded group version it is written from, resources or
+#: None for all): what 1.30 serves that the recorded server did not, for serve's kinds.
+ADDED: tuple[tuple[str, str, frozenset[str] | None], ...] = (
+    ("flowcontrol.apiserver.k8s.io/v1", "flowcontrol.apiserver.k8s.io/v1beta2", None),
+    ("flowcontrol.apiserver.k8s.io/v1beta3", "flowcontrol.apiserver.k8s.io/v1beta2", None),
+    ("storage.k8s.io/v1", "storage.k8s.io/v1beta1", frozenset({"csistoragecapacities"})),
+)
+
+
+#: (group version, recorded resource and kind, new resource and kind): a kind 1.30
+#: serves, and serve has, whose path is written from a recorded one of the same shape
+#: (SelfSubjectReview, GA in 1.28: create only, cluster-scoped, as TokenReview).
+ADDED_KINDS: tuple[tuple[str, tuple[str, str], tuple[str, str]], ...] = (
+    (
+        "authentication.k8s.io/v1",
+        ("tokenreviews", "TokenReview"),
+        ("selfsubjectreviews", "SelfSubjectReview"),
+    ),
+)
+
+
+def _path_group_version(path: str) -> tuple[str, str]:
+    """(``group/version``, the rest) of ``/apis/<group>/<version>/<rest>``, else ("", "")."""
+    parts = path.split("/")
+    if len(parts) >= 4 and parts[1] == "apis" and parts[3]:
+        return f"{parts[2]}/{parts[3]}", "/".join(parts[4:])
+    return "", ""
+
+
+def _path_resource(rest: str) -> str:
+    """The resource a path under a group version names (``watch/namespaces/{ns}/x`` → x)."""
+    parts = [p for p in rest.split("/") if p]
+    if parts[:1] == ["watch"]:
+        parts = parts[1:]
+    if parts[:1] == ["namespaces"] and len(parts) >= 3:
+        parts = parts[2:]
+    return parts[0] if parts else ""
+
+
+def _camel(version: str) -> str:
+    return version[:1].upper() + version[1:]
+
+
+def _renamed(value: Any, group: str, old: str, new: str) -> Any:
+    """A recorded path item moved from ``group``'s version ``old`` to ``new``: operation
+    ids (``...V1beta2FlowSchema``), tags (``..._v1beta2``), ``$ref``s
+    (``io.k8s.api.flowcontrol.v1beta2.X``) and group-version-kinds."""
+    if isinstance(value, list):
+        return [_renamed(item, group, old, new) for item in value]
+    if not isinstance(value, dict):
+        return value
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if key == "$ref" and isinstance(item, str):
+            out[key] = item.replace(f".{old}.", f".{new}.")
+        elif key == "operationId" and isinstance(item, str):
+            out[key] = item.replace(_camel(old), _camel(new))
+        elif key == "tags" and isinstance(item, list):
+            out[key] = [t.replace(f"_{old}", f"_{new}") for t in item]
+        elif key == _GVK and isinstance(item, dict) and item.get("group") == group:
+            out[key] = {**item, "version": new if item.get("version") == old else item["version"]}
+        else:
+            out[key] = _renamed(item, group, old, new)
+    return out
+
+
+def paths_v130(recorded: dict[str, Any]) -> dict[str, Any]:
+    """The recorded ``paths`` as a v1.30 server serves them (see :data:`REMOVED`, :data:`ADDED`)."""
+    out: dict[str, Any] = {}
+    for path, item in recorded.items():
+        gv, rest = _path_group_version(path)
+        for new_gv, source, resources in ADDED:
+            if gv != source or (resources is not None and _path_resource(rest) not in resources):
+                continue
+            group, old = source.split("/")
+            new = new_gv.split("/")[1]
+            out[path.replace(f"/{source}/", f"/{new_gv}/", 1)] = _renamed(item, group, old, new)
+        if gv not in REMOVED:
+            out[path] = copy.deepcopy(item)
+        for kind_gv, (old_resource, old_kind), (new_resource, new_kind) in ADDED_KINDS:
+            if gv == kind_gv and _path_resource(rest) == old_resource:
+                text = json.dumps(item).replace(old_kind, new_kind)
+                out[path.replace(old_resource, new_resource)] = json.loads(
+                    text.replace(old_resource, new_resource)
+                )
+    return out
+
+
 def merge(recorded: dict[str, Any], newer: dict[str, Any]) -> dict[str, Any]:
     """The recorded document with ``newer``'s definitions (see the module docstring)."""
     old_defs: dict[str, Any] = recorded["definitions"]
+    paths = paths_v130(recorded["paths"])
     definitions: dict[str, Any] = {}
-    for name in sorted(set(old_defs) | set(newer)):
-        if name not in newer:
-            definitions[name] = copy.deepcopy(old_defs[name])
-            continue
+    for name in sorted(newer):
         definition = copy.deepcopy(newer[name])
         gvks = definition.get(_GVK)
         old_gvks = old_defs.get(name, {}).get(_GVK)
         if isinstance(gvks, list) and isinstance(old_gvks, list):
-            definition[_GVK] = gvks + [g for g in old_gvks if g not in gvks]
+            kept = [g for g in old_gvks if _gvk_served(g) and g not in gvks]
+            definition[_GVK] = gvks + kept
         definitions[name] = definition
+    # The recorded-only definitions the paths still use (custom resources, ``_v2``).
+    pending: set[str] = set()
+    _refs_of(paths, pending)
+    while pending:
+        name = pending.pop()
+        if name in definitions or name not in old_defs:
+            continue
+        definitions[name] = copy.deepcopy(old_defs[name])
+        _refs_of(definitions[name], pending)
+    definitions = dict(sorted(definitions.items()))
     document = {key: copy.deepcopy(value) for key, value in recorded.items()}
+    document["paths"] = paths
     document["definitions"] = definitions
     found: set[str] = set()
     _refs_of(document, found)
@@ -162,6 +281,13 @@ def merge(recorded: dict[str, Any], newer: dict[str, Any]) -> dict[str, Any]:
     if missing:
         raise SystemExit(f"unresolved $ref: {', '.join(missing)}")
     return document
+
+
+def _gvk_served(gvk: Any) -> bool:
+    if not isinstance(gvk, dict):
+        return True
+    group, version = gvk.get("group", ""), gvk.get("version", "")
+    return f"{group}/{version}" not in REMOVED
 
 
 def load_recorded() -> dict[str, Any]:

@@ -58,15 +58,30 @@ def load_manifests(store: InMemoryStore, manifests: Iterable[Manifest]) -> int:
         try:
             store.load_objects([m.obj])
         except RESTMappingError:
-            raise ManifestError(
-                f"{m.source}: {m.obj.get('kind')} in {m.obj.get('apiVersion')} is not served "
-                "(a built-in kind ownergc does not know, or a custom resource whose "
-                "CustomResourceDefinition is not among the manifests)"
-            ) from None
+            raise ManifestError(f"{m.source}: {_not_served(m.obj)}") from None
         except APIError as exc:
             raise ManifestError(f"{m.source}: {exc}") from None
         count += 1
     return count
+
+
+def _not_served(obj: Mapping[str, Any]) -> str:
+    """Why an object's kind is not served: a version Kubernetes v1.30 no longer serves
+    (with the release and the version to use), or an unknown kind."""
+    from ownergc_backends.memory._resources import REMOVED_VERSIONS
+
+    api_version, kind = str(obj.get("apiVersion")), str(obj.get("kind"))
+    removed = REMOVED_VERSIONS.get((api_version, kind))
+    if removed is not None:
+        release, instead = removed
+        return (
+            f"{kind} in {api_version} is not served: Kubernetes stopped serving "
+            f"{api_version} {kind} in {release} (ownergc serve is v1.30); use {instead}"
+        )
+    return (
+        f"{kind} in {api_version} is not served (a built-in kind ownergc does not know, "
+        "or a custom resource whose CustomResourceDefinition is not among the manifests)"
+    )
 
 
 class EmbeddedCluster:

@@ -15,6 +15,7 @@ from ownergc.errors import (
 )
 from ownergc.protocols import JSONDict
 
+from ._conversion import CONVERTED, from_storage
 from ._objects import (
     _PARTIAL_API_VERSION,
     _PARTIAL_KIND,
@@ -61,6 +62,8 @@ def render(bucket: _Storage, obj: JSONDict, version: str, metadata_only: bool) -
     for key, value in obj.items():
         if key not in ("apiVersion", "kind"):
             out[key] = copy_json(value)
+    if (spec.resource, version) in CONVERTED:
+        from_storage(spec.group, spec.resource, version, out)
     return out
 
 
@@ -81,6 +84,8 @@ def render_shared(bucket: _Storage, obj: JSONDict, version: str, metadata_only: 
     for key, value in obj.items():
         if key not in ("apiVersion", "kind"):
             out[key] = value
+    if (spec.resource, version) in CONVERTED:
+        from_storage(spec.group, spec.resource, version, out)
     return out
 
 

@@ -672,14 +672,10 @@ def _hpa(obj: JSONDict, spec: JSONDict, version: str) -> None:
         _unset(spec, "targetCPUUtilizationPercentage", 80)
         return
     if not spec.get("metrics"):
-        target: JSONDict = (
-            {"targetAverageUtilization": 80}
-            if version == "v2beta1"
-            else {"target": {"type": "Utilization", "averageUtilization": 80}}
-        )
+        target: JSONDict = {"target": {"type": "Utilization", "averageUtilization": 80}}
         spec["metrics"] = [{"type": "Resource", "resource": {"name": "cpu", **target}}]
     behavior = _obj(spec, "behavior")
-    if behavior is None or version == "v2beta1":
+    if behavior is None:
         return
     scale_up = _ensure_obj(behavior, "scaleUp")
     if scale_up is not None:
@@ -815,11 +811,9 @@ def _zero(parent: JSONDict, key: str, value: Any) -> None:
 
 
 #: A v1beta3 PriorityLevelConfiguration's annotation that keeps an explicit
-#: ``nominalConcurrencyShares: 0`` (which v1beta3 otherwise reads as "not given").
+#: ``nominalConcurrencyShares: 0`` (which v1beta3 otherwise reads as "not given");
+#: see :mod:`._conversion` for how it is dropped on write and added on read.
 PRESERVE_ZERO_SHARES: Final = "flowcontrol.k8s.io/v1beta3-preserve-zero-concurrency-shares"
-#: The flowcontrol versions whose limited priority levels have ``assuredConcurrencyShares``
-#: (v1beta3 renamed it ``nominalConcurrencyShares``).
-_ASSURED_SHARES_VERSIONS: Final = frozenset({"v1beta1", "v1beta2"})
 
 
 @_of_spec
@@ -829,24 +823,19 @@ def _flow_schema(obj: JSONDict, spec: JSONDict, version: str) -> None:
 
 @_of_spec
 def _priority_level(obj: JSONDict, spec: JSONDict, version: str) -> None:
-    """A PriorityLevelConfiguration's defaults, which differ by version. Every version:
-    a queuing limit response's ``handSize`` 8, ``queues`` 64, ``queueLengthLimit`` 50
-    when 0. The shares of a limited level: in v1beta1 and v1beta2 (the versions serve
-    serves) ``assuredConcurrencyShares`` 30 when 0; in v1beta3 its rename
-    ``nominalConcurrencyShares`` 30 when 0, unless the object has the preserve-zero
-    annotation; in v1 (a pointer there) 30 only when left out, an explicit 0 is kept.
-    The borrowing fields, a limited level's ``lendablePercent`` and an ``exempt``
-    level's ``nominalConcurrencyShares`` and ``lendablePercent``, are 0 when left out in
-    v1beta3 and v1. kube-apiserver's v1beta1/v1beta2 defaulters have set them too since
-    1.26/1.28, but serve answers those versions with the recorded 1.24 server's
-    definitions, which do not have the fields (its strict field validation refuses
-    them): so they are not added there, or a client could not send back what it read."""
+    """A PriorityLevelConfiguration's defaults in the versions served, v1 and v1beta3.
+    Both: a queuing limit response's ``handSize`` 8, ``queues`` 64,
+    ``queueLengthLimit`` 50 when 0; the borrowing fields, a limited level's
+    ``lendablePercent`` and an ``exempt`` level's ``nominalConcurrencyShares`` and
+    ``lendablePercent``, 0 when left out. A limited level's ``nominalConcurrencyShares``:
+    in v1 (a pointer there) 30 only when left out, an explicit 0 is kept; in v1beta3
+    30 when 0, unless the object has the preserve-zero annotation. (Another version,
+    registered to mirror an older cluster's discovery, is left as it is.)"""
+    if version not in ("v1", "v1beta3"):
+        return
     limited = _obj(spec, "limited")
-    newer = version not in _ASSURED_SHARES_VERSIONS
     if limited is not None:
-        if not newer:
-            _zero(limited, "assuredConcurrencyShares", 30)
-        elif version == "v1":
+        if version == "v1":
             _unset(limited, "nominalConcurrencyShares", 30)
         else:
             meta = _obj(obj, "metadata") or {}
@@ -854,8 +843,7 @@ def _priority_level(obj: JSONDict, spec: JSONDict, version: str) -> None:
                 _unset(limited, "nominalConcurrencyShares", 0)  # (printed, not omitted)
             else:
                 _zero(limited, "nominalConcurrencyShares", 30)
-        if newer:
-            _unset(limited, "lendablePercent", 0)
+        _unset(limited, "lendablePercent", 0)
         response = _obj(limited, "limitResponse")
         queuing = _obj(response, "queuing") if response is not None else None
         if queuing is not None:
@@ -863,7 +851,7 @@ def _priority_level(obj: JSONDict, spec: JSONDict, version: str) -> None:
             _zero(queuing, "queues", 64)
             _zero(queuing, "queueLengthLimit", 50)
     exempt = _obj(spec, "exempt")
-    if exempt is not None and newer:
+    if exempt is not None:
         _unset(exempt, "nominalConcurrencyShares", 0)
         _unset(exempt, "lendablePercent", 0)
 

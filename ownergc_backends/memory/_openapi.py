@@ -4,9 +4,8 @@ kubectl reads them for ``explain`` and for client-side validation, and
 server-side field validation and server-side apply read the same schema facts.
 The built-in kinds come from ``_openapi_v2.json.gz``, not written by hand: the
 paths (the served group versions and their operations) a real kube-apiserver
-published (a v1.24 development build, recorded), with kube-apiserver
-v1.30.0's definitions, plus the recorded definitions of the group versions
-1.30 removed but serve still serves (``batch/v1beta1``, ``policy/v1beta1``...);
+published (a v1.24 development build, recorded), moved to the group versions
+kube-apiserver v1.30.0 serves, with v1.30.0's definitions;
 ``tools/gen_openapi_v130.py`` builds it. Each established CustomResourceDefinition adds
 its served versions as the apiserver publishes them: a definition named by the
 reversed group (``com.example.stable.v1.CronTab``) carrying

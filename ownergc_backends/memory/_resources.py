@@ -4,6 +4,12 @@ A :class:`ResourceSpec` is one group/resource with all its served versions;
 objects are stored once per group/resource and shown in whichever version
 the request names (no field conversion: only ``apiVersion`` changes, which is
 what a CRD with conversion strategy ``None`` does).
+
+The group versions are the ones a default-configured kube-apiserver v1.30.0
+serves for these kinds: a recorded v1.24 server's (tests/data/real-apiserver-1.24),
+less the versions 1.25-1.29 stopped serving (:data:`REMOVED_VERSIONS`), plus
+``flowcontrol.apiserver.k8s.io/v1`` (1.29, preferred) and ``v1beta3`` (1.26) and
+``storage.k8s.io/v1`` CSIStorageCapacity (GA in 1.24, after the recorded build).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from ownergc.protocols import APIResource
 
 __all__ = [
     "BUILTIN_RESOURCES",
+    "REMOVED_VERSIONS",
     "STANDARD_VERBS",
     "GCPolicy",
     "NameRule",
@@ -138,7 +145,8 @@ _FLOWCONTROL = "flowcontrol.apiserver.k8s.io"
 _ADMISSION = "admissionregistration.k8s.io"
 
 #: The built-in resources with a ``status`` subresource, as a real v1.24 server's
-#: discovery lists them (tests/data: the recorded discovery): a create resets the
+#: discovery lists them (tests/data: the recorded discovery; 1.30 has the same, in
+#: every version it serves of them): a create resets the
 #: status and an update of the object keeps the stored one; ``/status`` writes it.
 #: Not here, though kube-apiserver has them: namespaces, CRDs and APIServices,
 #: whose status serve's own controllers keep.
@@ -245,13 +253,13 @@ BUILTIN_RESOURCES: tuple[ResourceSpec, ...] = (
     _builtin("apps", "v1", "daemonsets", "DaemonSet"),
     _builtin("apps", "v1", "statefulsets", "StatefulSet", subresources=_SCALE),
     _builtin("batch", "v1", "jobs", "Job", policy=GCPolicy.ORPHAN),
-    _builtin("batch", "v1", "cronjobs", "CronJob", older=("v1beta1",)),
+    _builtin("batch", "v1", "cronjobs", "CronJob"),
     _builtin(
         "autoscaling",
         "v2",
         "horizontalpodautoscalers",
         "HorizontalPodAutoscaler",
-        older=("v1", "v2beta2", "v2beta1"),
+        older=("v1",),
     ),
     _builtin(
         "certificates.k8s.io",
@@ -260,39 +268,28 @@ BUILTIN_RESOURCES: tuple[ResourceSpec, ...] = (
         "CertificateSigningRequest",
         namespaced=False,
     ),
-    _builtin("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", older=("v1beta1",)),
-    _builtin(
-        _FLOWCONTROL, "v1beta2", "flowschemas", "FlowSchema", namespaced=False, older=("v1beta1",)
-    ),
+    _builtin("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice"),
+    # v1 (1.29) preferred; v1beta3 (1.26) still served, deprecated, until 1.32.
+    _builtin(_FLOWCONTROL, "v1", "flowschemas", "FlowSchema", namespaced=False, older=("v1beta3",)),
     _builtin(
         _FLOWCONTROL,
-        "v1beta2",
+        "v1",
         "prioritylevelconfigurations",
         "PriorityLevelConfiguration",
         namespaced=False,
-        older=("v1beta1",),
+        older=("v1beta3",),
     ),
     _builtin("networking.k8s.io", "v1", "ingresses", "Ingress"),
     _builtin("networking.k8s.io", "v1", "ingressclasses", "IngressClass", namespaced=False),
     _builtin("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy"),
-    _builtin(
-        "node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", namespaced=False, older=("v1beta1",)
-    ),
-    _builtin("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", older=("v1beta1",)),
+    _builtin("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", namespaced=False),
+    _builtin("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget"),
     _builtin("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False),
     _builtin("storage.k8s.io", "v1", "storageclasses", "StorageClass", namespaced=False),
     _builtin("storage.k8s.io", "v1", "csidrivers", "CSIDriver", namespaced=False),
     _builtin("storage.k8s.io", "v1", "csinodes", "CSINode", namespaced=False),
     _builtin("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", namespaced=False),
-    # 1.24 serves it in v1beta1 only while storage.k8s.io prefers v1.
-    ResourceSpec(
-        group="storage.k8s.io",
-        resource="csistoragecapacities",
-        kind="CSIStorageCapacity",
-        namespaced=True,
-        versions=("v1beta1",),
-        preferred_version="v1",
-    ),
+    _builtin("storage.k8s.io", "v1", "csistoragecapacities", "CSIStorageCapacity"),
     _builtin(_RBAC, "v1", "roles", "Role", name_rule=NameRule.PATH_SEGMENT),
     _builtin(_RBAC, "v1", "rolebindings", "RoleBinding", name_rule=NameRule.PATH_SEGMENT),
     _builtin(
@@ -352,9 +349,7 @@ BUILTIN_RESOURCES: tuple[ResourceSpec, ...] = (
         verbs=_CREATE_ONLY,
     ),
     _builtin("coordination.k8s.io", "v1", "leases", "Lease"),
-    _builtin(
-        "events.k8s.io", "v1", "events", "Event", policy=GCPolicy.UNSUPPORTED, older=("v1beta1",)
-    ),
+    _builtin("events.k8s.io", "v1", "events", "Event", policy=GCPolicy.UNSUPPORTED),
     _builtin(
         "apiextensions.k8s.io",
         "v1",
@@ -364,3 +359,35 @@ BUILTIN_RESOURCES: tuple[ResourceSpec, ...] = (
     ),
 )
 BUILTIN_RESOURCES = tuple(_with_status(spec) for spec in BUILTIN_RESOURCES)
+
+
+#: Group versions of serve's kinds that kube-apiserver stopped serving by v1.30, by
+#: (apiVersion, kind): (the release that stopped serving it, the apiVersion to use),
+#: as Kubernetes' Deprecated API Migration Guide lists them. serve answers them as a
+#: 1.30 server does (404, not in discovery); this table only words messages.
+REMOVED_VERSIONS: Mapping[tuple[str, str], tuple[str, str]] = {
+    ("batch/v1beta1", "CronJob"): ("v1.25", "batch/v1"),
+    ("discovery.k8s.io/v1beta1", "EndpointSlice"): ("v1.25", "discovery.k8s.io/v1"),
+    ("events.k8s.io/v1beta1", "Event"): ("v1.25", "events.k8s.io/v1"),
+    ("autoscaling/v2beta1", "HorizontalPodAutoscaler"): ("v1.25", "autoscaling/v2"),
+    ("policy/v1beta1", "PodDisruptionBudget"): ("v1.25", "policy/v1"),
+    ("node.k8s.io/v1beta1", "RuntimeClass"): ("v1.25", "node.k8s.io/v1"),
+    ("autoscaling/v2beta2", "HorizontalPodAutoscaler"): ("v1.26", "autoscaling/v2"),
+    ("flowcontrol.apiserver.k8s.io/v1beta1", "FlowSchema"): (
+        "v1.26",
+        "flowcontrol.apiserver.k8s.io/v1",
+    ),
+    ("flowcontrol.apiserver.k8s.io/v1beta1", "PriorityLevelConfiguration"): (
+        "v1.26",
+        "flowcontrol.apiserver.k8s.io/v1",
+    ),
+    ("storage.k8s.io/v1beta1", "CSIStorageCapacity"): ("v1.27", "storage.k8s.io/v1"),
+    ("flowcontrol.apiserver.k8s.io/v1beta2", "FlowSchema"): (
+        "v1.29",
+        "flowcontrol.apiserver.k8s.io/v1",
+    ),
+    ("flowcontrol.apiserver.k8s.io/v1beta2", "PriorityLevelConfiguration"): (
+        "v1.29",
+        "flowcontrol.apiserver.k8s.io/v1",
+    ),
+}

@@ -907,8 +907,8 @@ def _priority_level_cells(obj: JSONDict, age: Age) -> list[Cell]:
     hand: Cell = "<none>"
     length: Cell = "<none>"
     if limited is not None:
-        # (nominalConcurrencyShares from v1beta3 on; assuredConcurrencyShares before)
-        shares = limited.get("nominalConcurrencyShares", limited.get("assuredConcurrencyShares", 0))
+        # (v1 and v1beta3, the versions served, call it nominalConcurrencyShares)
+        shares = limited.get("nominalConcurrencyShares", 0)
         queuing = (limited.get("limitResponse") or {}).get("queuing")
         if queuing is not None:
             queues = queuing.get("queues", 0)

@@ -39,6 +39,7 @@ from ownergc.protocols import (
     PropagationPolicy,
 )
 
+from ._conversion import defaults_version, to_storage
 from ._core import (
     check_type,
     conflict,
@@ -200,6 +201,7 @@ class WriteRules:
         body = json_body(obj, "the object to create")
         check_type(bucket, body)
         apply_defaults(spec.group, version, spec.resource, body)
+        to_storage(spec.group, spec.resource, version, body)
         meta = decode_meta(body.get("metadata"))
         if spec.namespaced:
             own = meta.get("namespace")
@@ -357,6 +359,7 @@ class WriteRules:
         is_patch: bool,
         subresource: str | None = None,
         dry_run: bool = False,
+        version: str | None = None,
     ) -> JSONDict:
         """The generic store's Update: rv check, BeforeUpdate, validation, delete-on-empty.
 
@@ -365,13 +368,19 @@ class WriteRules:
         ``status`` subresource, an update of the object keeps the stored status
         and an update of ``/status`` changes the status alone. With ``dry_run``,
         the object the update would leave (the stored rv kept), nothing written.
+        ``version``: the version the request names, whose defaults the body gets (see
+        :func:`defaults_version`; the stored object's when not given).
         """
         spec = bucket.spec
         stored_version = str(existing["apiVersion"]).rpartition("/")[2]
+        written = defaults_version(
+            spec.group, spec.resource, version or stored_version, stored_version
+        )
         if subresource != "status":
             # (in place: the body is the caller's copy, or a patch's result, computed on
             # a rendered copy of the stored object)
-            apply_defaults(spec.group, stored_version, spec.resource, body)
+            apply_defaults(spec.group, written, spec.resource, body)
+        to_storage(spec.group, spec.resource, version or stored_version, body)
         body = _split_status(existing, body, spec.subresources, subresource)
         old = _meta(existing)
         name = old["name"]

@@ -65,6 +65,7 @@ from ownergc.protocols import (
     WatchEvent,
 )
 
+from ._conversion import CONVERTED, from_storage
 from ._core import conflict, json_body, json_value, not_found, render, render_shared
 from ._objects import (
     _WATCH_BATCH,
@@ -401,6 +402,9 @@ class InMemoryStore:
                 item.update(obj)
                 item.update(head)
                 items.append(item)
+        if (spec.resource, resource.version) in CONVERTED:
+            for item in items:
+                from_storage(spec.group, spec.resource, resource.version, item)
         return ObjectList(items=items, resource_version=rv)
 
     def watch(
@@ -577,6 +581,8 @@ class InMemoryStore:
         item = head.copy()
         item.update(obj)
         item.update(head)
+        if (spec.resource, resource.version) in CONVERTED:
+            from_storage(spec.group, spec.resource, resource.version, item)
         return item
 
     async def create(
@@ -665,6 +671,7 @@ class InMemoryStore:
                 is_patch=patched_from is not None,
                 subresource=subresource,
                 dry_run=dry_run,
+                version=resource.version,
             )
         return render(bucket, stored, resource.version, False)
 
@@ -733,6 +740,7 @@ class InMemoryStore:
                 is_patch=True,
                 subresource=subresource,
                 dry_run=dry_run,
+                version=resource.version,
             )
         return render(bucket, stored, resource.version, False)
 

@@ -22,6 +22,7 @@ from ownergc.errors import (
 )
 from ownergc.protocols import APIResource, ObjectStore, PatchType, PropagationPolicy
 from ownergc_backends.memory import InMemoryStore
+from tests import served_v130
 
 pytestmark = pytest.mark.anyio
 
@@ -47,11 +48,13 @@ REAL = Path(__file__).parents[1] / "data" / "real-apiserver-1.24" / "discovery.j
 
 
 def real_resources() -> dict[tuple[str, str], tuple[str, bool, frozenset[str], list[str], str]]:
-    """What a real 1.24 kube-apiserver serves (tests/data/real-apiserver-1.24): resources
-    that store objects (create-only reviews and bindings aside), by (group, resource):
-    kind, namespaced, verbs, served versions, preferred version."""
+    """What a real kube-apiserver v1.30.0 serves: the recorded 1.24 server's resources
+    (tests/data/real-apiserver-1.24) that store objects (create-only reviews and bindings
+    aside), with the group versions 1.25-1.29 removed and added (tests/served_v130.py), by
+    (group, resource): kind, namespaced, verbs, served versions, preferred version."""
     docs = json.loads(REAL.read_text())
     preferred = {g["name"]: g["preferredVersion"]["version"] for g in docs["/apis"]["groups"]}
+    preferred.update(served_v130.PREFERRED)
     out: dict[tuple[str, str], tuple[str, bool, frozenset[str], list[str], str]] = {}
     for doc in docs.values():
         gv = doc.get("groupVersion")
@@ -66,8 +69,25 @@ def real_resources() -> dict[tuple[str, str], tuple[str, bool, frozenset[str], l
                 key,
                 (r["kind"], r["namespaced"], frozenset(r["verbs"]), [], preferred.get(group, "v1")),
             )
-            entry[3].append(version)
-    return out
+            if (group, version, r["name"]) not in served_v130.REMOVED:
+                entry[3].append(version)
+    for group, version, resource in served_v130.ADDED:
+        out[(group, resource)][3].append(version)
+    return {key: entry for key, entry in out.items() if entry[3]}
+
+
+def test_the_recorded_discovery_has_what_the_table_of_1_30_changes_names() -> None:
+    """The 1.24→1.30 table is about the recorded server: every removed resource version
+    is in its discovery, and no added one is."""
+    docs = json.loads(REAL.read_text())
+    recorded = {
+        (*doc["groupVersion"].rpartition("/")[::2], r["name"])
+        for doc in docs.values()
+        if doc.get("kind") == "APIResourceList"
+        for r in doc["resources"]
+    }
+    assert set(served_v130.REMOVED) <= recorded
+    assert not set(served_v130.ADDED) & recorded
 
 
 async def test_discovery_serves_what_a_real_apiserver_serves(store: InMemoryStore) -> None:
@@ -76,8 +96,10 @@ async def test_discovery_serves_what_a_real_apiserver_serves(store: InMemoryStor
     served = {(r.group, r.resource, r.version): r for r in result.resources}
     real = real_resources()
     for (group, resource), (kind, namespaced, verbs, versions, pref) in real.items():
-        if (group, resource) == ("policy", "podsecuritypolicies"):
-            continue  # removed in 1.25; not served
+        assert {v for g, res, v in served if (g, res) == (group, resource)} == set(versions), (
+            group,
+            resource,
+        )
         for version in versions:
             r = served[(group, resource, version)]
             assert (r.kind, r.namespaced) == (kind, namespaced), (group, resource)

@@ -19,13 +19,15 @@ import pytest
 from ownergc_backends.memory import InMemoryStore
 from ownergc_backends.memory.http import run_in_thread
 from tests.cli.cli_helpers import ownergc, start_serve, stop_serve
+from tests.served_v130 import as_v130
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "real-apiserver-1.24"
 
 
 @pytest.fixture(scope="module")
 def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    objects = json.loads((REAL / "cluster.json").read_text())["items"]
+    # (as a 1.30 server shows them: its FlowSchemas in v1, not the removed v1beta2)
+    objects = [as_v130(o) for o in json.loads((REAL / "cluster.json").read_text())["items"]]
     store = InMemoryStore(terminating_namespaces=True)
     fresh = [
         o
@@ -94,10 +96,27 @@ def test_preview_reads_a_real_cluster(real_cluster: Path) -> None:
 
 
 def test_serve_loads_a_real_cluster_dump(tmp_path: Path) -> None:
-    served = start_serve(tmp_path, "--load", str(REAL / "cluster.json"))
+    # The 1.24 dump's FlowSchemas and PriorityLevelConfigurations are in
+    # flowcontrol.apiserver.k8s.io/v1beta2, which 1.29 stopped serving: moved to v1.
+    dump = json.loads((REAL / "cluster.json").read_text())
+    dump["items"] = [as_v130(o) for o in dump["items"]]
+    moved = tmp_path / "cluster-v130.json"
+    moved.write_text(json.dumps(dump))
+    served = start_serve(tmp_path, "--load", str(moved))
     try:
         listed = ownergc("lint", "--kubeconfig", str(served.kubeconfig), "-o", "json")
         assert listed.returncode == 0, listed.stderr
     finally:
         code, err = stop_serve(served)
     assert code == 0, err
+
+
+def test_serve_refuses_a_dump_in_versions_1_30_no_longer_serves(tmp_path: Path) -> None:
+    """The 1.24 dump as it is: its flowcontrol v1beta2 objects are refused, saying so."""
+    done = ownergc("serve", "--port", "0", "--load", str(REAL / "cluster.json"))
+    assert done.returncode == 2
+    assert (
+        "FlowSchema in flowcontrol.apiserver.k8s.io/v1beta2 is not served: Kubernetes stopped "
+        "serving flowcontrol.apiserver.k8s.io/v1beta2 FlowSchema in v1.29 (ownergc serve is "
+        "v1.30); use flowcontrol.apiserver.k8s.io/v1"
+    ) in done.stderr

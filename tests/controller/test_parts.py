@@ -40,6 +40,7 @@ from ownergc.errors import Conflict, RESTMappingError
 from ownergc.protocols import APIResource
 from ownergc_backends.memory import InMemoryStore
 from tests.e2e.e2e_helpers import delete, exists, fake_ref, live, make, ref
+from tests.served_v130 import as_v130
 
 pytestmark = pytest.mark.anyio
 
@@ -181,7 +182,8 @@ def _node(obj: dict[str, Any]) -> Any:
 
 def _real_store() -> InMemoryStore:
     """The objects a real 1.24 apiserver holds on a fresh control plane."""
-    objects = json.loads((REAL / "cluster.json").read_text())["items"]
+    # (as a 1.30 server shows them: its FlowSchemas in v1, not the removed v1beta2)
+    objects = [as_v130(o) for o in json.loads((REAL / "cluster.json").read_text())["items"]]
     store = InMemoryStore()
     store.load_objects(
         [

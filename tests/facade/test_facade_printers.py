@@ -1307,15 +1307,15 @@ def test_kubectl_get_jobs_prints_the_real_columns(kubectl: Kubectl, server: Kube
 
 
 def test_flowschema_and_prioritylevelconfiguration(server: KubeAPIServer) -> None:
-    base = "/apis/flowcontrol.apiserver.k8s.io/v1beta2"
+    base = "/apis/flowcontrol.apiserver.k8s.io/v1"
     level = {
-        "apiVersion": "flowcontrol.apiserver.k8s.io/v1beta2",
+        "apiVersion": "flowcontrol.apiserver.k8s.io/v1",
         "kind": "PriorityLevelConfiguration",
         "metadata": {"name": "printer-test"},
         "spec": {
             "type": "Limited",
             "limited": {
-                "assuredConcurrencyShares": 20,
+                "nominalConcurrencyShares": 20,
                 "limitResponse": {
                     "type": "Queue",
                     "queuing": {"queues": 16, "handSize": 4, "queueLengthLimit": 50},
@@ -1339,7 +1339,7 @@ def test_flowschema_and_prioritylevelconfiguration(server: KubeAPIServer) -> Non
         ["printer-test", "Limited", 20, 16, 4, 50, NEW],
     )
     schema = {
-        "apiVersion": "flowcontrol.apiserver.k8s.io/v1beta2",
+        "apiVersion": "flowcontrol.apiserver.k8s.io/v1beta3",
         "kind": "FlowSchema",
         "metadata": {"name": "printer-test"},
         "spec": {
@@ -1363,7 +1363,7 @@ def test_flowschema_and_prioritylevelconfiguration(server: KubeAPIServer) -> Non
     }
     check(
         server,
-        f"{base}/flowschemas",
+        "/apis/flowcontrol.apiserver.k8s.io/v1beta3/flowschemas",
         schema,
         ["Name", "PriorityLevel", "MatchingPrecedence", "DistinguisherMethod", "Age", "MissingPL"],
         ["printer-test", "printer-test", 500, "ByUser", NEW, "?"],
@@ -1372,7 +1372,7 @@ def test_flowschema_and_prioritylevelconfiguration(server: KubeAPIServer) -> Non
 
 def test_csistoragecapacity(server: KubeAPIServer) -> None:
     capacity = {
-        "apiVersion": "storage.k8s.io/v1beta1",
+        "apiVersion": "storage.k8s.io/v1",
         "kind": "CSIStorageCapacity",
         "metadata": {"name": "zone-a"},
         "storageClassName": "standard",
@@ -1380,7 +1380,7 @@ def test_csistoragecapacity(server: KubeAPIServer) -> None:
     }
     check(
         server,
-        "/apis/storage.k8s.io/v1beta1/namespaces/default/csistoragecapacities",
+        "/apis/storage.k8s.io/v1/namespaces/default/csistoragecapacities",
         capacity,
         ["Name", "StorageClassName", "Capacity"],
         ["zone-a", "standard", "100Gi"],

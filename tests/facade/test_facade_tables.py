@@ -17,6 +17,7 @@ import pytest
 from ownergc_backends.memory import InMemoryStore
 from ownergc_backends.memory.http import KubeAPIServer, run_in_thread
 from tests.facade.facade_helpers import configmap, request
+from tests.served_v130 import as_v130
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "real-apiserver-1.24"
 TABLE = {"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}
@@ -25,7 +26,8 @@ TABLE = {"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}
 @pytest.fixture(scope="module")
 def real_server() -> Any:
     store = InMemoryStore()
-    objects = json.loads((REAL / "cluster.json").read_text())["items"]
+    # (as a 1.30 server shows them: its FlowSchemas in v1, not the removed v1beta2)
+    objects = [as_v130(o) for o in json.loads((REAL / "cluster.json").read_text())["items"]]
     store.load_objects(
         [
             o

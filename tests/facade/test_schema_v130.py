@@ -1,10 +1,11 @@
-"""The built-in schemas are kube-apiserver v1.30's (discovery stays the recorded server's).
+"""The built-in schemas are kube-apiserver v1.30's, for the group versions 1.30 serves.
 
 Fields added to built-in kinds after the recorded server (CronJob
 ``spec.timeZone``, Job ``spec.podFailurePolicy``) pass ``fieldValidation=Strict``
 and are kept, as a 1.30 server keeps them; a field no release has is still
-refused. The packaged document itself: every ``$ref`` resolves, and the kinds
-of group versions 1.30 removed but serve still serves keep their definitions.
+refused. The packaged document itself: every ``$ref`` resolves, every served
+kind has its definition, and its paths are the served group versions' (the
+recorded server's with the 1.24→1.30 changes of tests/served_v130.py).
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ import pytest
 
 from ownergc_backends.memory._fieldmanager.schema import builtin_schema
 from ownergc_backends.memory._openapi import builtin_v2
+from ownergc_backends.memory._resources import BUILTIN_RESOURCES
 from ownergc_backends.memory.http import KubeAPIServer
+from tests import served_v130
 from tests.facade.facade_helpers import Kubectl, request
 
 CRONJOBS = "/apis/batch/v1/namespaces/default/cronjobs"
@@ -135,16 +138,62 @@ def test_every_reference_of_the_packaged_document_resolves() -> None:
 
 @pytest.mark.parametrize(
     ("group", "version", "kind"),
-    [
-        ("batch", "v1", "CronJob"),
-        ("batch", "v1beta1", "CronJob"),  # removed in 1.25, still served
-        ("policy", "v1beta1", "PodSecurityPolicy"),
-        ("autoscaling", "v2beta2", "HorizontalPodAutoscaler"),
-        ("flowcontrol.apiserver.k8s.io", "v1beta2", "FlowSchema"),
-    ],
+    [(s.group, v, s.kind) for s in BUILTIN_RESOURCES for v in s.versions],
 )
 def test_every_served_kind_has_merge_facts(group: str, version: str, kind: str) -> None:
     assert builtin_schema(group, version, kind) is not None
+
+
+def _path_group_versions(paths: Any) -> set[str]:
+    out = set()
+    for path in paths:
+        parts = path.strip("/").split("/")
+        if parts[0] == "apis" and len(parts) >= 3:
+            out.add(f"{parts[1]}/{parts[2]}")
+        elif parts[0] == "api" and len(parts) >= 2:
+            out.add(parts[1])
+    return out
+
+
+def test_the_documents_paths_are_the_served_group_versions() -> None:
+    """The recorded server's paths, less the group versions 1.30 stopped serving, plus
+    the ones it added; the recorded document's custom resource (example.com) aside."""
+    recorded = json.loads(gzip.decompress(RECORDED.read_bytes()))["paths"]
+    expected = (_path_group_versions(recorded) - served_v130.REMOVED_GROUP_VERSIONS) | {
+        f"{g}/{v}" for g, v, _ in served_v130.ADDED
+    }
+    packaged = builtin_v2()["paths"]
+    assert _path_group_versions(packaged) == expected
+    served = {f"{s.group}/{v}" if s.group else v for s in BUILTIN_RESOURCES for v in s.versions}
+    assert expected - {"example.com/v1"} == served
+    # The added versions have the recorded predecessor's operations, renamed.
+    for version in ("v1", "v1beta3"):
+        base = f"/apis/flowcontrol.apiserver.k8s.io/{version}"
+        item = packaged[f"{base}/prioritylevelconfigurations/{{name}}/status"]
+        assert item["patch"]["operationId"] == (
+            f"patchFlowcontrolApiserver{version.capitalize()}PriorityLevelConfigurationStatus"
+        )
+        assert item["patch"]["x-kubernetes-group-version-kind"]["version"] == version
+        assert item["get"]["responses"]["200"]["schema"]["$ref"] == (
+            f"#/definitions/io.k8s.api.flowcontrol.{version}.PriorityLevelConfiguration"
+        )
+    capacities = packaged["/apis/storage.k8s.io/v1/namespaces/{namespace}/csistoragecapacities"]
+    assert capacities["post"]["operationId"] == "createStorageV1NamespacedCSIStorageCapacity"
+    # SelfSubjectReview (1.28 GA; kubectl auth whoami), written from TokenReview's path
+    review = packaged["/apis/authentication.k8s.io/v1/selfsubjectreviews"]["post"]
+    assert review["operationId"] == "createAuthenticationV1SelfSubjectReview"
+    assert review["x-kubernetes-group-version-kind"]["kind"] == "SelfSubjectReview"
+
+
+def test_no_definition_of_a_removed_version_is_left() -> None:
+    """As in a real 1.30 document: e.g. no ``io.k8s.api.batch.v1beta1.CronJob``."""
+    definitions = builtin_v2()["definitions"]
+    for group, version, _ in served_v130.REMOVED:
+        package = {"": "core", "discovery.k8s.io": "discovery", "events.k8s.io": "events"}.get(
+            group, group.split(".")[0]
+        )
+        prefix = f"io.k8s.api.{package}.{version}."
+        assert not [name for name in definitions if name.startswith(prefix)], prefix
 
 
 CRONJOB_YAML = """

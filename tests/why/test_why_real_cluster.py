@@ -17,13 +17,15 @@ import pytest
 from ownergc_backends.memory import InMemoryStore
 from ownergc_backends.memory.http import run_in_thread
 from tests.cli.cli_helpers import ownergc
+from tests.served_v130 import as_v130
 
 REAL = Path(__file__).resolve().parent.parent / "data" / "real-apiserver-1.24"
 
 
 @pytest.fixture(scope="module")
 def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    objects = json.loads((REAL / "cluster.json").read_text())["items"]
+    # (as a 1.30 server shows them: its FlowSchemas in v1, not the removed v1beta2)
+    objects = [as_v130(o) for o in json.loads((REAL / "cluster.json").read_text())["items"]]
     store = InMemoryStore()
     # Every recorded object loads as it was (the store serves every kind a 1.24
     # apiserver starts with, APIService `v1.` and uid-less ComponentStatuses too);
