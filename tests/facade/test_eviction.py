@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 import pytest
 
+from ownergc.protocols import PatchType
 from ownergc_backends.memory import InMemoryStore
 from ownergc_backends.memory.http import KubeAPIServer, run_in_thread
 from tests.facade.test_field_validation_cases import send
@@ -228,3 +229,120 @@ def test_kubectl_drain_evicts_and_respects_the_budget(
     assert len(left) == 1 and left[0].startswith("web-"), left
     _, node_now = call(server, "GET", "/api/v1/nodes/node1")
     assert node_now["spec"]["unschedulable"] is True
+
+
+@pytest.mark.parametrize(
+    ("query", "fields", "status", "message"),
+    [
+        (
+            "?dryRun=Foo",
+            {},
+            422,
+            'CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: '
+            '[]string{"Foo"}: supported values: "All"',
+        ),
+        (
+            "",
+            {"deleteOptions": {"dryRun": ["Foo"]}},
+            422,
+            'DeleteOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: '
+            '[]string{"Foo"}: supported values: "All"',
+        ),
+        (
+            "",
+            {"deleteOptions": {"dryRun": "All"}},
+            400,
+            'Eviction in version "v1" cannot be handled as a Eviction: json: cannot unmarshal '
+            "string into Go struct field DeleteOptions.deleteOptions.dryRun of type []string",
+        ),
+        (
+            "",
+            {"metadata": {"name": "web", "namespace": "other"}},
+            400,
+            "the namespace of the provided object does not match the namespace sent on the request",
+        ),
+        (
+            "",
+            {"metadata": "web"},
+            400,
+            'Eviction in version "v1" cannot be handled as a Eviction: json: cannot unmarshal '
+            "string into Go struct field Eviction.metadata of type v1.ObjectMeta",
+        ),
+    ],
+)
+def test_a_refused_eviction_leaves_the_pod(
+    server: KubeAPIServer, query: str, fields: dict[str, Any], status: int, message: str
+) -> None:
+    running_pod(server, "web", {"app": "web"})
+    code, answer = evict(server, "web", query, **fields)
+    assert (code, answer["message"]) == (status, message)
+    assert exists(server, "web")
+
+
+def test_a_body_without_type_information_is_read_as_an_eviction(server: KubeAPIServer) -> None:
+    running_pod(server, "web", {"app": "web"})
+    code, answer = call(server, "POST", f"{PODS}/web/eviction", {"metadata": {"name": "web"}})
+    assert (code, answer["status"]) == (201, "Success")
+    assert not exists(server, "web")
+
+
+def test_a_pod_written_meanwhile_is_still_evicted(
+    server: KubeAPIServer, store: InMemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Pod is marked as it is when marked, not as it was read: a write in between (here
+    while the budgets are read) is no conflict, and the budget is spent once."""
+    running_pod(server, "web", {"app": "web"})
+    budget(server, "pdb", {"selector": {"matchLabels": {"app": "web"}}}, disruptionsAllowed=1)
+    pods = store.resource_for("v1", "Pod")
+    listing = store.list
+
+    async def list_and_write(resource: Any, **kwargs: Any) -> Any:
+        if resource.resource == "poddisruptionbudgets":
+            touched = {"metadata": {"labels": {"app": "web", "touched": "yes"}}}
+            await store.patch(pods, "web", touched, patch_type=PatchType.MERGE, namespace=NS)
+        return await listing(resource, **kwargs)
+
+    monkeypatch.setattr(store, "list", list_and_write)
+    code, answer = evict(server, "web")
+    assert (code, answer["status"]) == (201, "Success")
+    assert not exists(server, "web")
+    _, pdb = call(server, "GET", f"{PDBS}/pdb")
+    assert pdb["status"]["disruptionsAllowed"] == 0 and list(pdb["status"]["disruptedPods"]) == [
+        "web"
+    ]
+
+
+def test_a_budget_with_a_malformed_status_or_selector_is_no_crash(
+    server: KubeAPIServer,
+) -> None:
+    running_pod(server, "web", {"app": "web"})
+    body = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "odd"}}
+    code, made = call(
+        server, "POST", PDBS, {**body, "spec": {"selector": {"matchLabels": {"app": "web"}}}}
+    )
+    assert code == 201, made
+    made["status"] = {"observedGeneration": "1", "disruptionsAllowed": "5"}
+    assert call(server, "PUT", f"{PDBS}/odd/status", made)[0] == 200
+    code, answer = evict(server, "web")  # (not a number: never processed)
+    assert code == 429 and "still being processed" in answer["details"]["causes"][0]["message"]
+    call(server, "DELETE", f"{PDBS}/odd")
+    # a selector kube-apiserver cannot parse selects nothing: it protects no Pod
+    unparsable = {"matchExpressions": [{"key": "app", "operator": "NotIn", "values": []}]}
+    budget(server, "bad", {"selector": unparsable}, disruptionsAllowed=0)
+    assert evict(server, "web")[0] == 201
+
+
+def test_the_disruption_target_replaces_its_old_condition_where_it_stands() -> None:
+    from ownergc_backends.memory._apiserver.eviction import _with_disruption_target
+
+    old = [
+        {"type": "DisruptionTarget", "status": "False", "lastTransitionTime": "t0"},
+        {"type": "Ready", "status": "True"},
+    ]
+    new = _with_disruption_target(old, "t1")
+    assert [(c["type"], c["status"], c["lastTransitionTime"]) for c in new[:1]] == [
+        ("DisruptionTarget", "True", "t1")
+    ]
+    assert new[1] == {"type": "Ready", "status": "True"}
+    again = _with_disruption_target(new, "t2")
+    assert again[0]["lastTransitionTime"] == "t1"  # already true: its time is kept

@@ -32,7 +32,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Final
 
-from ownergc.errors import BadRequest, Conflict, Forbidden, ServerError, TooManyRequests
+from ownergc.errors import BadRequest, Conflict, Forbidden, TooManyRequests
 from ownergc.protocols import APIResource, JSONDict, Preconditions
 
 from .._negotiation import _json_response, object_body
@@ -40,6 +40,7 @@ from .._objects import format_time
 from .._webhooks import label_selector_matches
 from ..store import InMemoryStore
 from .context import Reply, RequestContext, ResourceRoute
+from .dryrun import AcceptDryRun, DryRunPolicy
 
 __all__ = ["EvictionHandler"]
 
@@ -54,39 +55,44 @@ _REFUSED: Final = "Cannot evict pod as it would violate the pod's disruption bud
 class EvictionHandler:
     """POST ``/api/v1/namespaces/<ns>/pods/<name>/eviction``."""
 
-    def __init__(self, store: InMemoryStore) -> None:
+    def __init__(self, store: InMemoryStore, dry_runs: DryRunPolicy | None = None) -> None:
         self.store = store
+        self.dry_runs = dry_runs or AcceptDryRun()
 
     async def __call__(self, ctx: RequestContext, route: ResourceRoute) -> Reply:
         assert route.name is not None and route.namespace is not None
+        # (the query's dryRun first, as the create handler checks its options)
+        query = ctx.request.query.get("dryRun")
+        self.dry_runs.dry_run(query, options_kind="CreateOptions")
         eviction = object_body(ctx.request, "the Eviction")
-        _check_eviction(eviction)
-        meta = eviction.get("metadata") or {}
+        meta, options = _check_eviction(eviction)
         if meta.get("name") != route.name:
             raise BadRequest(
                 "name in URL does not match name in Eviction object", reason="BadRequest"
             )
-        options = eviction.get("deleteOptions") or {}
-        if not isinstance(options, dict):
-            raise BadRequest("deleteOptions must be an object", reason="BadRequest")
-        dry_run = _dry_run(ctx.request.query.get("dryRun"), options.get("dryRun"))
+        if meta.get("namespace") not in (None, "", route.namespace):
+            raise BadRequest(
+                "the namespace of the provided object does not match the namespace sent on "
+                "the request",
+                reason="BadRequest",
+            )
+        in_body = options.get("dryRun")
+        mismatch = _dry_run_mismatch(query, in_body)
+        if mismatch is not None:
+            return _failure(500, mismatch)
+        if in_body:  # (checked where the delete would check it)
+            self.dry_runs.dry_run(None, in_body, options_kind="DeleteOptions")
+        dry_run = bool(query or in_body)
         pods = route.resource
         pod = await self._evict_or_get(pods, route.name, route.namespace, options, dry_run)
         if pod is None:
             return _success()
         budgets = await self._budgets_of(pod, route.namespace)
         if len(budgets) > 1:
-            return _json_response(
+            return _failure(
                 500,
-                {
-                    "kind": "Status",
-                    "apiVersion": "v1",
-                    "metadata": {},
-                    "status": "Failure",
-                    "message": "This pod has more than one PodDisruptionBudget, which the "
-                    "eviction subresource does not support.",
-                    "code": 500,
-                },
+                "This pod has more than one PodDisruptionBudget, which the eviction "
+                "subresource does not support.",
             )
         pinned = False
         if budgets:
@@ -99,7 +105,7 @@ class EvictionHandler:
         if pinned and preconditions.resource_version is None:
             preconditions = Preconditions(preconditions.uid, _meta(pod).get("resourceVersion"))
         try:
-            await self._delete(pods, pod, route.namespace, options, preconditions, dry_run)
+            await self._delete(pods, route.name, route.namespace, options, preconditions, dry_run)
         except Conflict:
             if pinned and _preconditions(options).resource_version is None:
                 raise _still_processed(budgets[0]) from None
@@ -115,20 +121,20 @@ class EvictionHandler:
         dry_run: bool,
     ) -> JSONDict | None:
         """Delete the Pod at once if no budget can protect it (None), else return it."""
+        given = _preconditions(options)
         for attempt in range(_ATTEMPTS):
             pod = await self.store.get(pods, name, namespace=namespace, metadata_only=False)
             if not _budget_ignored(pod):
                 return pod
-            preconditions = _preconditions(options)
-            pin = preconditions.resource_version is None and _running_or_pending(pod)
-            if pin:
-                preconditions = Preconditions(preconditions.uid, _meta(pod).get("resourceVersion"))
+            preconditions = given
+            if given.resource_version is None and _running_or_pending(pod):
+                preconditions = Preconditions(given.uid, _meta(pod).get("resourceVersion"))
             try:
-                await self._delete(pods, pod, namespace, options, preconditions, dry_run)
+                await self._delete(pods, name, namespace, options, preconditions, dry_run)
                 return None
             except Conflict:
-                # a changed Pod: looked at again, unless the client pinned a version
-                if not pin or attempt == _ATTEMPTS - 1:
+                # a changed Pod: looked at again, unless the client gave a version
+                if given.resource_version is not None or attempt == _ATTEMPTS - 1:
                     raise
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -150,14 +156,16 @@ class EvictionHandler:
         resource = self.store.resource_for("policy/v1", "PodDisruptionBudget")
         name = _meta(budget)["name"]
         for attempt in range(_ATTEMPTS):
-            status = dict(budget.get("status") or {})
-            generation = _meta(budget).get("generation") or 0
-            allowed = status.get("disruptionsAllowed") or 0
-            if (status.get("observedGeneration") or 0) < generation:
+            written = budget.get("status")
+            status = dict(written) if isinstance(written, dict) else {}
+            allowed = _count(status.get("disruptionsAllowed"))
+            disrupted = status.get("disruptedPods")
+            disrupted = dict(disrupted) if isinstance(disrupted, dict) else {}
+            if _count(status.get("observedGeneration")) < _count(_meta(budget).get("generation")):
                 raise _still_processed(budget)
             if allowed < 0:
                 raise _budget_forbidden(name, "pdb disruptions allowed is negative")
-            if len(status.get("disruptedPods") or {}) > _MAX_DISRUPTED_PODS:
+            if len(disrupted) > _MAX_DISRUPTED_PODS:
                 raise _budget_forbidden(
                     name,
                     "DisruptedPods map too big - too many evictions not confirmed by PDB "
@@ -171,8 +179,8 @@ class EvictionHandler:
                             {
                                 "reason": "DisruptionBudget",
                                 "message": f"The disruption budget {name} needs "
-                                f"{status.get('desiredHealthy') or 0} healthy pods and has "
-                                f"{status.get('currentHealthy') or 0} currently",
+                                f"{_count(status.get('desiredHealthy'))} healthy pods and has "
+                                f"{_count(status.get('currentHealthy'))} currently",
                             }
                         ]
                     },
@@ -182,7 +190,6 @@ class EvictionHandler:
             status["disruptionsAllowed"] = allowed - 1
             if allowed == 1:
                 status["conditions"] = _no_more_disruptions(status, self.store.now())
-            disrupted = dict(status.get("disruptedPods") or {})
             disrupted[pod_name] = format_time(self.store.now())
             status["disruptedPods"] = disrupted
             try:
@@ -195,7 +202,7 @@ class EvictionHandler:
                 return
             except Conflict:
                 if attempt == _ATTEMPTS - 1:
-                    raise _still_processed(budget) from None
+                    raise
                 budget = await self.store.get(
                     resource, name, namespace=namespace, metadata_only=False
                 )
@@ -204,32 +211,43 @@ class EvictionHandler:
     async def _delete(
         self,
         pods: APIResource,
-        pod: JSONDict,
+        name: str,
         namespace: str,
         options: JSONDict,
         preconditions: Preconditions,
         dry_run: bool,
     ) -> None:
-        """The Pod marked as a disruption's target, then deleted (checked only, dry)."""
-        meta = _meta(pod)
-        _check_preconditions(meta, preconditions)
-        if not dry_run:
-            marked = copy.deepcopy(pod)
-            status = marked.setdefault("status", {})
+        """The Pod, as it is now, marked as a disruption's target, then deleted (checked
+        only, dry). A write to the Pod between the read and the mark is read again."""
+        for attempt in range(_ATTEMPTS):
+            latest = await self.store.get(pods, name, namespace=namespace, metadata_only=False)
+            _check_preconditions(_meta(latest), preconditions)
+            if dry_run:
+                break
+            marked = copy.deepcopy(latest)
+            status = marked.get("status")
+            if not isinstance(status, dict):
+                status = marked["status"] = {}
             status["conditions"] = _with_disruption_target(
                 status.get("conditions"), format_time(self.store.now())
             )
-            updated = await self.store.update(
-                pods, marked, namespace=namespace, subresource="status"
-            )
+            try:
+                updated = await self.store.update(
+                    pods, marked, namespace=namespace, subresource="status"
+                )
+            except Conflict:
+                if attempt == _ATTEMPTS - 1:
+                    raise
+                continue
             if preconditions.resource_version is not None:
                 # (the condition was this eviction's own write)
                 preconditions = Preconditions(
                     preconditions.uid, _meta(updated).get("resourceVersion")
                 )
+            break
         await self.store.delete(
             pods,
-            meta["name"],
+            name,
             namespace=namespace,
             propagation_policy=options.get("propagationPolicy"),
             orphan_dependents=options.get("orphanDependents"),
@@ -238,34 +256,67 @@ class EvictionHandler:
         )
 
 
-def _check_eviction(body: Any) -> None:
-    """An Eviction (policy/v1 or v1beta1), or the 400 a real server answers."""
+def _check_eviction(body: Any) -> tuple[JSONDict, JSONDict]:
+    """An Eviction's metadata and deleteOptions (policy/v1 or v1beta1; a body that leaves
+    out its apiVersion or kind is read as the Eviction the subresource takes), or the
+    400 a real server answers."""
     if not isinstance(body, dict):
         raise BadRequest("the Eviction must be a JSON object", reason="BadRequest")
     api_version, kind = body.get("apiVersion"), body.get("kind")
-    if api_version in _EVICTION_VERSIONS and kind == "Eviction":
-        return
-    if api_version is None and kind is None:
-        return  # (a body without type information is read as the Eviction it is sent as)
-    version = str(api_version).rpartition("/")[2]
-    raise BadRequest(
-        f'{kind} in version "{version}" cannot be handled as a Eviction: converting '
-        f"({version}.{kind}) to (policy.Eviction): unknown conversion",
+    version = str(api_version or "policy/v1").rpartition("/")[2]
+    kind = kind or "Eviction"
+    if api_version not in (None, "", *_EVICTION_VERSIONS) or kind != "Eviction":
+        raise BadRequest(
+            f'{kind} in version "{version}" cannot be handled as a Eviction: converting '
+            f"({version}.{kind}) to (policy.Eviction): unknown conversion",
+            reason="BadRequest",
+        )
+    meta, options = body.get("metadata"), body.get("deleteOptions")
+    for field, value, go_type in (
+        ("metadata", meta, "v1.ObjectMeta"),
+        ("deleteOptions", options, "v1.DeleteOptions"),
+    ):
+        if value is not None and not isinstance(value, dict):
+            raise _undecodable(version, f"Eviction.{field}", go_type, value)
+    dry = (options or {}).get("dryRun")
+    if dry is not None and not (isinstance(dry, list) and all(isinstance(v, str) for v in dry)):
+        raise _undecodable(version, "DeleteOptions.deleteOptions.dryRun", "[]string", dry)
+    return meta or {}, options or {}
+
+
+def _undecodable(version: str, field: str, go_type: str, value: Any) -> BadRequest:
+    """The 400 of a body whose field has the wrong JSON type, worded as Go's decoder."""
+    if isinstance(value, bool):
+        what = "bool"
+    elif isinstance(value, (int, float)):
+        what = "number"
+    elif isinstance(value, str):
+        what = "string"
+    elif isinstance(value, list):
+        what = "array"
+    else:
+        what = "object" if isinstance(value, dict) else "value"
+    return BadRequest(
+        f'Eviction in version "{version}" cannot be handled as a Eviction: json: cannot '
+        f"unmarshal {what} into Go struct field {field} of type {go_type}",
         reason="BadRequest",
     )
 
 
-def _dry_run(query: list[str] | None, in_body: Any) -> bool:
-    """The request's ``dryRun`` and the Eviction's ``deleteOptions.dryRun``, which must
-    agree when both are given."""
-    from_query = list(query or [])
-    from_body = in_body if isinstance(in_body, list) else []
-    if from_query and from_body and from_query != from_body:
-        raise ServerError(
+def _dry_run_mismatch(query: list[str] | None, in_body: list[str] | None) -> str | None:
+    """The error when the request's ``dryRun`` and the Eviction's
+    ``deleteOptions.dryRun`` are both given and differ."""
+    if query and in_body and list(query) != list(in_body):
+        return (
             "Non-matching dry-run options in request and content: "
-            f"[{' '.join(from_query)}] and [{' '.join(str(v) for v in from_body)}]"
+            f"[{' '.join(query)}] and [{' '.join(in_body)}]"
         )
-    return "All" in (from_query or from_body)
+    return None
+
+
+def _count(value: Any) -> int:
+    """A budget status count (0 when it is not a number)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _meta(obj: JSONDict) -> JSONDict:
@@ -308,10 +359,31 @@ def _may_go_unhealthy(budget: JSONDict) -> bool:
 
 def _selects(selector: Any, labels: Any) -> bool:
     """A policy/v1 budget's selector: an empty one selects every Pod of the namespace, a
-    missing one (or one that is not an object) none."""
-    if not isinstance(selector, dict):
+    missing one (or one kube-apiserver could not parse) none."""
+    if not isinstance(selector, dict) or not _valid_selector(selector):
         return False
     return not selector or label_selector_matches(selector, labels)
+
+
+def _valid_selector(selector: JSONDict) -> bool:
+    """Would a label selector parse (``LabelSelectorAsSelector``)? ``In``/``NotIn`` need
+    values, ``Exists``/``DoesNotExist`` take none, no other operator."""
+    if not isinstance(selector.get("matchLabels") or {}, dict):
+        return False
+    expressions = selector.get("matchExpressions") or []
+    if not isinstance(expressions, list):
+        return False
+    for expression in expressions:
+        if not isinstance(expression, dict):
+            return False
+        values = expression.get("values") or []
+        operator = expression.get("operator")
+        if operator in ("In", "NotIn"):
+            if not values:
+                return False
+        elif operator not in ("Exists", "DoesNotExist") or values:
+            return False
+    return True
 
 
 def _preconditions(options: JSONDict) -> Preconditions:
@@ -344,11 +416,24 @@ def _check_preconditions(meta: JSONDict, preconditions: Preconditions) -> None:
         )
 
 
+def _set_condition(conditions: Any, condition: JSONDict, keep_time_if: str) -> list[Any]:
+    """``conditions`` with the first of ``condition``'s type replaced where it stands (its
+    ``lastTransitionTime`` kept when its status was already ``keep_time_if``), or
+    ``condition`` appended."""
+    listed = list(conditions) if isinstance(conditions, list) else []
+    for index, old in enumerate(listed):
+        if isinstance(old, dict) and old.get("type") == condition["type"]:
+            if old.get("status") == keep_time_if:
+                condition = {**condition, "lastTransitionTime": old.get("lastTransitionTime")}
+            listed[index] = condition
+            return listed
+    return [*listed, condition]
+
+
 def _with_disruption_target(conditions: Any, now: str) -> list[Any]:
     """The Pod's conditions with ``DisruptionTarget`` true (its transition time kept if
     it already was)."""
-    listed = conditions if isinstance(conditions, list) else []
-    target: JSONDict = {
+    target = {
         "type": "DisruptionTarget",
         "status": "True",
         "lastProbeTime": None,
@@ -356,45 +441,37 @@ def _with_disruption_target(conditions: Any, now: str) -> list[Any]:
         "reason": "EvictionByEvictionAPI",
         "message": "Eviction API: evicting",
     }
-    kept = []
-    for condition in listed:
-        if isinstance(condition, dict) and condition.get("type") == "DisruptionTarget":
-            if condition.get("status") == "True":
-                target["lastTransitionTime"] = condition.get("lastTransitionTime")
-        else:
-            kept.append(condition)
-    return [*kept, target]
+    return _set_condition(conditions, target, keep_time_if="True")
 
 
 def _no_more_disruptions(status: JSONDict, now: Any) -> list[Any]:
     """The budget's conditions with ``DisruptionAllowed`` false (``InsufficientPods``), as
     the eviction leaves them when it takes the last disruption allowed."""
-    conditions = [c for c in status.get("conditions") or [] if isinstance(c, dict)]
-    before = next((c for c in conditions if c.get("type") == "DisruptionAllowed"), None)
-    others = [c for c in conditions if c is not before]
-    changed = before is None or before.get("status") != "False"
     condition = {
         "type": "DisruptionAllowed",
         "status": "False",
-        "observedGeneration": status.get("observedGeneration") or 0,
-        "lastTransitionTime": format_time(now) if changed else before.get("lastTransitionTime"),  # type: ignore[union-attr]
+        "observedGeneration": _count(status.get("observedGeneration")),
+        "lastTransitionTime": format_time(now),
         "reason": "InsufficientPods",
         "message": "",
     }
-    return [*others, condition]
+    return _set_condition(status.get("conditions"), condition, keep_time_if="False")
 
 
 def _still_processed(budget: JSONDict) -> TooManyRequests:
+    """429 with a ten-second Retry-After (1.20 suggested none)."""
     return TooManyRequests(
         _REFUSED,
+        retry_after=10,
         details={
+            "retryAfterSeconds": 10,
             "causes": [
                 {
                     "reason": "DisruptionBudget",
                     "message": f"The disruption budget {_meta(budget).get('name')} is still "
                     "being processed by the server.",
                 }
-            ]
+            ],
         },
     )
 
@@ -404,6 +481,22 @@ def _budget_forbidden(name: str, why: str) -> Forbidden:
         f'poddisruptionbudget.policy "{name}" is forbidden: {why}',
         reason="Forbidden",
         details={"name": name, "group": "policy", "kind": "poddisruptionbudget"},
+    )
+
+
+def _failure(code: int, message: str) -> Reply:
+    """A failure Status without a ``reason``, as kube-apiserver answers an error it has no
+    reason for."""
+    return _json_response(
+        code,
+        {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": message,
+            "code": code,
+        },
     )
 
 
