@@ -119,6 +119,7 @@ _FIELD_LABELS: dict[tuple[str, str], tuple[frozenset[str], bool, str]] = {
                 "status.podIP",
                 "status.podIPs",  # (taken, and selects as empty: not a selectable field)
                 "status.nominatedNodeName",
+                "spec.host",  # (read as spec.nodeName)
             }
         ),
         True,
@@ -195,8 +196,6 @@ def parse_field_selector(
     kube-apiserver refuses it (400)."""
     labels, with_metadata, refusal = _FIELD_LABELS.get(resource, (frozenset(), True, ""))
     known = labels | _METADATA_FIELDS if with_metadata else labels | {"metadata.name"}
-    if resource == ("", "pods"):
-        known = known | {"spec.host"}
     out: list[tuple[str, bool, str]] = []
     for part in (p.strip() for p in text.split(",")):
         if not part:

@@ -105,7 +105,7 @@ class ObjectStorage:
         obj["metadata"] = _ordered(meta)
         namespace, name = meta.get("namespace", ""), meta["name"]
         before = bucket.lookup(namespace, name)
-        services = bucket.spec.group == "" and bucket.spec.resource == "services"
+        services = _holds_services(bucket)
         if before is not None:
             self._forget_uid(_meta(before).get("uid"))
             if services:
@@ -127,7 +127,7 @@ class ObjectStorage:
         bucket.remove(namespace, name)
         if stored is not None:
             self._forget_uid(_meta(stored).get("uid"))
-            if bucket.spec.group == "" and bucket.spec.resource == "services":
+            if _holds_services(bucket):
                 self.service_allocations.remove(stored)
         gone = _with_rv(last, rv)
         self.emit(bucket, "DELETED", gone, wake)
@@ -206,3 +206,8 @@ class ObjectStorage:
         if log.waiter is None:
             log.waiter = anyio.Event()
         return batch, log.waiter, False
+
+
+def _holds_services(bucket: _Storage) -> bool:
+    """Is this the core Services' bucket (whose holdings ``service_allocations`` keeps)?"""
+    return bucket.spec.group == "" and bucket.spec.resource == "services"

@@ -29,7 +29,6 @@ is what a client wrote, as in a cluster whose controller is down.
 
 from __future__ import annotations
 
-import copy
 from typing import Any, Final
 
 from ownergc.errors import BadRequest, Conflict, Forbidden, TooManyRequests
@@ -84,7 +83,8 @@ class EvictionHandler:
             self.dry_runs.dry_run(None, in_body, options_kind="DeleteOptions")
         dry_run = bool(query or in_body)
         pods = route.resource
-        pod = await self._evict_or_get(pods, route.name, route.namespace, options, dry_run)
+        given = _preconditions(options)
+        pod = await self._evict_or_get(pods, route.name, route.namespace, options, given, dry_run)
         if pod is None:
             return _success()
         budgets = await self._budgets_of(pod, route.namespace)
@@ -101,13 +101,13 @@ class EvictionHandler:
                 pinned = True  # deleted if still not ready: the budget is not consulted
             else:
                 await self._take_disruption(budget, route.name, route.namespace, dry_run)
-        preconditions = _preconditions(options)
-        if pinned and preconditions.resource_version is None:
-            preconditions = Preconditions(preconditions.uid, _meta(pod).get("resourceVersion"))
+        preconditions = given
+        if pinned and given.resource_version is None:
+            preconditions = Preconditions(given.uid, _meta(pod).get("resourceVersion"))
         try:
             await self._delete(pods, route.name, route.namespace, options, preconditions, dry_run)
         except Conflict:
-            if pinned and _preconditions(options).resource_version is None:
+            if pinned and given.resource_version is None:
                 raise _still_processed(budgets[0]) from None
             raise
         return _success()
@@ -118,10 +118,11 @@ class EvictionHandler:
         name: str,
         namespace: str,
         options: JSONDict,
+        given: Preconditions,
         dry_run: bool,
     ) -> JSONDict | None:
-        """Delete the Pod at once if no budget can protect it (None), else return it."""
-        given = _preconditions(options)
+        """Delete the Pod at once if no budget can protect it (None), else return it
+        (``given``: the Eviction's preconditions)."""
         for attempt in range(_ATTEMPTS):
             pod = await self.store.get(pods, name, namespace=namespace, metadata_only=False)
             if not _budget_ignored(pod):
@@ -224,7 +225,7 @@ class EvictionHandler:
             _check_preconditions(_meta(latest), preconditions)
             if dry_run:
                 break
-            marked = copy.deepcopy(latest)
+            marked = latest  # (the store's answer is a copy of its own)
             status = marked.get("status")
             if not isinstance(status, dict):
                 status = marked["status"] = {}
