@@ -18,6 +18,7 @@ Kubernetes does.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any, Literal
@@ -36,7 +37,7 @@ __all__ = [
     "strategic_schema",
 ]
 
-PatchStatus = Literal[400, 409, 422]
+PatchStatus = Literal[400, 409, 413, 422]
 
 _DIRECTIVE = "$patch"
 _DELETE_FROM_PRIMITIVE_LIST = "$deleteFromPrimitiveList/"
@@ -191,143 +192,213 @@ def apply_json_merge_patch(target: Any, patch: Any) -> Any:
 
 
 # ---------------------------------------------------------------------------
-# JSON patch (RFC 6902)
+# JSON patch (RFC 6902), read as kube-apiserver reads it
+#
+# kube-apiserver applies JSON patches with evanphx/json-patch v4 (1.30: v4.12), whose
+# reading of RFC 6902 is looser than the RFC: a missing ``value`` is null; ``replace``
+# and ``copy`` of an absent object member act on null (a replace adds it); an array
+# index is whatever Go's strconv.Atoi reads (``+1``, ``01``) and may be negative,
+# counted from the end; a ``~`` not followed by ``0`` or ``1`` stays as it is; only the
+# last segment of a path that does not start with ``/`` is kept, under the root; the
+# empty path names the whole document for ``replace`` and ``test`` only. This module
+# follows that reading (tests/data/real-apiserver-1.20/json-patch.json is what a
+# real server answered), so a patch that works on a cluster works on serve.
 
 
-def _parse_pointer(pointer: Any) -> list[str]:
-    if not isinstance(pointer, str):
-        raise PatchError(f"JSON pointer must be a string, got {pointer!r}", 422)
-    if pointer == "":
-        return []
-    if not pointer.startswith("/"):
-        raise PatchError(f"JSON pointer {pointer!r} must start with '/'", 422)
-    return [p.replace("~1", "/").replace("~0", "~") for p in pointer[1:].split("/")]
+class JSONPatchNotApplied(PatchError):
+    """A JSON patch operation that cannot be applied: 422. kube-apiserver's answer does not
+    say which or why (a generic "the server rejected our request"); ``message`` does."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, 422)
 
 
-def _array_index(token: str, length: int, *, allow_end: bool, pointer: str) -> int:
-    if token == "-" and allow_end:
-        return length
-    if not token.isdigit() or (len(token) > 1 and token[0] == "0"):
-        raise PatchError(f"invalid array index {token!r} in {pointer!r}", 422)
-    index = int(token)
-    limit = length if allow_end else length - 1
-    if index > limit:
-        raise PatchError(f"array index {index} out of bounds in {pointer!r}", 422)
-    return index
+_POINTER_ESCAPE = re.compile("~[01]")
+_GO_INT = re.compile("[+-]?[0-9]+")
+#: The JSON type a Go decoding error names for a Python value.
+_GO_JSON_TYPE = {dict: "object", list: "array", str: "string", bool: "bool", int: "number"}
+#: What a JSON patch document decodes into (the types Go names in its errors).
+_PATCH_TYPE = "jsonpatch.Patch"
+_OPERATION_TYPE = "jsonpatch.Operation"
+#: kube-apiserver's cap on the operations of one JSON patch.
+MAX_JSON_PATCH_OPERATIONS = 10_000
 
 
-def _resolve_parent(doc: Any, tokens: list[str], pointer: str) -> Any:
+def _go_type(value: Any) -> str:
+    return _GO_JSON_TYPE.get(type(value), "number")
+
+
+def _unescape(token: str) -> str:
+    return _POINTER_ESCAPE.sub(lambda m: "/" if m.group() == "~1" else "~", token)
+
+
+def _index(token: str, where: str) -> int:
+    if not _GO_INT.fullmatch(token):
+        raise JSONPatchNotApplied(f"{where}: {token!r} is not an array index")
+    return int(token)
+
+
+def _member(container: Any, key: str, where: str) -> Any:
+    """What ``key`` names in ``container``: an absent object member reads as null; an
+    array index out of range (past either end) is an error."""
+    if type(container) is dict:
+        return container.get(key)
+    index = _index(key, where)
+    length = len(container)
+    if index < 0:
+        index += length
+    if not 0 <= index < length:
+        raise JSONPatchNotApplied(f"{where}: index {key} is out of range")
+    return container[index]
+
+
+def _parent(doc: Any, path: Any, where: str) -> tuple[Any, str]:
+    """The object or array holding what ``path`` names, and its (unescaped) last token."""
+    if type(path) is not str:
+        raise JSONPatchNotApplied(f"{where}: no string path")
+    tokens = path.split("/")
+    if len(tokens) < 2:
+        raise JSONPatchNotApplied(f"{where}: path {path!r} names no member")
     node = doc
-    for token in tokens[:-1]:
-        if isinstance(node, dict):
-            if token not in node:
-                raise PatchError(f"path {pointer!r} does not exist: missing {token!r}", 422)
-            node = node[token]
-        elif isinstance(node, list):
-            node = node[_array_index(token, len(node), allow_end=False, pointer=pointer)]
-        else:
-            raise PatchError(f"path {pointer!r} does not exist: {token!r} is in a scalar", 422)
-    return node
+    for token in tokens[1:-1]:
+        try:
+            node = _member(node, _unescape(token), where)
+        except JSONPatchNotApplied:
+            node = None
+        if type(node) is not dict and type(node) is not list:
+            raise JSONPatchNotApplied(f"{where}: the document has no path {path!r}")
+    return node, _unescape(tokens[-1])
 
 
-def _target(doc: Any, pointer: str) -> tuple[Any, str] | None:
-    """The container holding what ``pointer`` names, and its last token (None: the root)."""
-    tokens = _parse_pointer(pointer)
-    if not tokens:
-        return None
-    return _resolve_parent(doc, tokens, pointer), tokens[-1]
+def _insert(container: Any, key: str, value: Any, where: str) -> None:
+    if type(container) is dict:
+        container[key] = value
+        return
+    if key == "-":
+        container.append(value)
+        return
+    index = _index(key, where)
+    size = len(container) + 1
+    if index < 0:
+        index += size
+    if not 0 <= index < size:
+        raise JSONPatchNotApplied(f"{where}: index {key} is out of range")
+    container.insert(index, value)
 
 
-def _get(doc: Any, pointer: str) -> Any:
-    target = _target(doc, pointer)
-    if target is None:
-        return doc
-    parent, last = target
-    if isinstance(parent, dict):
-        if last not in parent:
-            raise PatchError(f"path {pointer!r} does not exist", 422)
-        return parent[last]
-    if isinstance(parent, list):
-        return parent[_array_index(last, len(parent), allow_end=False, pointer=pointer)]
-    raise PatchError(f"path {pointer!r} does not exist", 422)
+def _delete(container: Any, key: str, where: str) -> Any:
+    if type(container) is dict:
+        if key not in container:
+            raise JSONPatchNotApplied(f"{where}: no member {key!r} to remove")
+        return container.pop(key)
+    index = _index(key, where)
+    length = len(container)
+    if index < 0:
+        index += length
+    if not 0 <= index < length:
+        raise JSONPatchNotApplied(f"{where}: index {key} is out of range")
+    return container.pop(index)
 
 
-def _add(doc: Any, pointer: str, value: Any) -> Any:
-    target = _target(doc, pointer)
-    if target is None:
-        return value
-    parent, last = target
-    if isinstance(parent, dict):
-        parent[last] = value
-    elif isinstance(parent, list):
-        parent.insert(_array_index(last, len(parent), allow_end=True, pointer=pointer), value)
-    else:
-        raise PatchError(f"cannot add at {pointer!r}: parent is not a container", 422)
-    return doc
+def _same(current: Any, value: Any) -> bool:
+    """``test``'s equality: JSON equality, but a number equals only a number written the
+    same way (3 is not 3.0), as json-patch compares scalars by their text."""
+    if type(current) is dict:
+        return (
+            type(value) is dict
+            and current.keys() == value.keys()
+            and all(_same(current[k], value[k]) for k in current)
+        )
+    if type(current) is list:
+        return (
+            type(value) is list
+            and len(current) == len(value)
+            and all(_same(a, b) for a, b in zip(current, value, strict=True))
+        )
+    return type(current) is type(value) and current == value
 
 
-def _remove(doc: Any, pointer: str) -> tuple[Any, Any]:
-    target = _target(doc, pointer)
-    if target is None:
-        raise PatchError("cannot remove the whole document", 422)
-    parent, last = target
-    if isinstance(parent, dict):
-        if last not in parent:
-            raise PatchError(f"cannot remove {pointer!r}: path does not exist", 422)
-        return doc, parent.pop(last)
-    if isinstance(parent, list):
-        return doc, parent.pop(_array_index(last, len(parent), allow_end=False, pointer=pointer))
-    raise PatchError(f"cannot remove {pointer!r}: path does not exist", 422)
+def _decode_patch(operations: Any) -> list[Any]:
+    """The operations of a decoded patch document, or the 400 kube-apiserver answers
+    (its Go decoder's words); ``null`` is a patch of no operations."""
+    if operations is None:
+        return []
+    if type(operations) is not list:
+        raise PatchError(
+            f"json: cannot unmarshal {_go_type(operations)} into Go value of type {_PATCH_TYPE}"
+        )
+    for op in operations:
+        if op is not None and type(op) is not dict:
+            raise PatchError(
+                f"json: cannot unmarshal {_go_type(op)} into Go value of type {_OPERATION_TYPE}"
+            )
+    if len(operations) > MAX_JSON_PATCH_OPERATIONS:
+        raise PatchError(
+            "Request entity too large: The allowed maximum operations in a JSON patch is "
+            f"{MAX_JSON_PATCH_OPERATIONS}, got {len(operations)}",
+            413,
+        )
+    return operations
 
 
 def apply_json_patch(doc: Any, operations: Any) -> Any:
-    """RFC 6902 on a copy of ``doc``.
+    """``operations`` (a decoded JSON patch document) applied to a copy of ``doc``, as
+    kube-apiserver applies them (see above).
 
-    A malformed patch document (not a list of objects) is a 400; an operation
-    that cannot be applied, including a failed ``test``, is a 422, which is
-    what kube-apiserver answers for JSON patch application errors.
+    A patch document that is not a list of objects is a :class:`PatchError` (400); an
+    operation that cannot be applied, a failed ``test`` included, a
+    :class:`JSONPatchNotApplied` (422), and nothing is changed.
     """
-    if not isinstance(operations, list):
-        raise PatchError("a JSON patch must be a list of operations")
-    for op in operations:
-        if not isinstance(op, dict):
-            raise PatchError(f"JSON patch operation {op!r} is not an object")
     result = copy_json(doc)
-    for op in operations:
+    for number, op in enumerate(_decode_patch(operations)):
+        op = op or {}
         name = op.get("op")
+        where = f"operation {number} ({name})"
         path = op.get("path")
-        if not isinstance(path, str):
-            raise PatchError(f"operation {op!r} has no string 'path'", 422)
-        if name in ("add", "replace", "test") and "value" not in op:
-            raise PatchError(f"operation {op!r} has no 'value'", 422)
+        value = copy_json(op.get("value"))
         if name == "add":
-            result = _add(result, path, copy_json(op["value"]))
+            container, key = _parent(result, path, where)
+            _insert(container, key, value, where)
         elif name == "remove":
-            result, _ = _remove(result, path)
+            container, key = _parent(result, path, where)
+            _delete(container, key, where)
         elif name == "replace":
-            _get(result, path)  # must exist
-            if _parse_pointer(path):
-                result, _ = _remove(result, path)
-            result = _add(result, path, copy_json(op["value"]))
-        elif name in ("move", "copy"):
-            source = op.get("from")
-            if not isinstance(source, str):
-                raise PatchError(f"operation {op!r} has no string 'from'", 422)
-            if name == "move":
-                if path != source and path.startswith(source + "/"):
-                    raise PatchError(f"cannot move {source!r} into its own child {path!r}", 422)
-                if path == source:
-                    _get(result, source)
-                    continue
-                result, value = _remove(result, source)
+            if path == "":
+                if type(value) is not dict and type(value) is not list:
+                    raise JSONPatchNotApplied(
+                        f"{where}: the document can only be an object or an array"
+                    )
+                result = value
+                continue
+            container, key = _parent(result, path, where)
+            if type(container) is dict:
+                container[key] = value
             else:
-                value = copy_json(_get(result, source))
-            result = _add(result, path, value)
+                _member(container, key, where)
+                container[int(key)] = value
+        elif name == "move" or name == "copy":
+            container, key = _parent(result, op.get("from"), where)
+            if name == "move":
+                moved = _delete(container, key, where)
+            else:
+                moved = copy_json(_member(container, key, where))
+            container, key = _parent(result, path, where)
+            _insert(container, key, moved, where)
         elif name == "test":
-            if not json_equal(_get(result, path), op["value"]):
-                raise PatchError(f"testing value {path} failed: test failed", 422)
+            if path == "":
+                current = result
+            else:
+                container, key = _parent(result, path, where)
+                current = _member(container, key, where)
+            if current is None and path != "":
+                if "value" not in op:
+                    raise JSONPatchNotApplied(f"{where}: test of an absent value without a value")
+                if value is not None:
+                    raise JSONPatchNotApplied(f"{where}: testing value {path} failed")
+            elif not _same(current, value) or "value" not in op:
+                raise JSONPatchNotApplied(f"{where}: testing value {path} failed")
         else:
-            raise PatchError(f"unexpected JSON patch operation {name!r}", 422)
+            raise JSONPatchNotApplied(f"{where}: unknown operation {name!r}")
     return result
 
 

@@ -22,7 +22,9 @@ __all__ = [
     "FieldError",
     "MetadataTypeError",
     "decode_metadata",
+    "validate_annotations",
     "validate_finalizers",
+    "validate_labels",
     "validate_name",
     "validate_owner_references",
 ]
@@ -68,6 +70,7 @@ class FieldError:
             "FieldValueForbidden": "Forbidden",
             "FieldValueNotSupported": "Unsupported value",
             "FieldValueDuplicate": "Duplicate value",
+            "FieldValueTooLong": "Too long",
         }.get(self.reason, self.reason)
         if self.reason in ("FieldValueInvalid", "FieldValueNotSupported"):
             return f"{self.field}: {label}: {_shown(self.value)}: {self.detail}"
@@ -125,9 +128,10 @@ def _string_map(value: Any, where: str) -> dict[str, str]:
     if not isinstance(value, dict):
         raise MetadataTypeError(f"{where} must be an object of strings, got {value!r}")
     for k, v in value.items():
-        if not isinstance(v, str):
+        if not isinstance(v, str) and v is not None:
             raise MetadataTypeError(f"{where}[{k!r}] must be a string, got {v!r}")
-    return dict(value)
+    # a null value decodes to the empty string, as into Go's map[string]string
+    return {k: "" if v is None else v for k, v in value.items()}
 
 
 def decode_metadata(meta: Any) -> dict[str, Any]:
@@ -234,6 +238,101 @@ def _is_qualified_name(value: str) -> bool:
     if sep and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
         return False
     return 0 < len(name) <= 63 and bool(_QUALIFIED_NAME_PART.match(name))
+
+
+# The words of apimachinery's validation helpers (IsQualifiedName, IsValidLabelValue,
+# IsDNS1123Subdomain), which every kube-apiserver error about a label or an annotation
+# quotes.
+_NAME_EXAMPLES = "(e.g. 'MyName',  or 'my.name',  or '123-abc', "
+_QUALIFIED_NAME_RULE = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with "
+    f"an alphanumeric character {_NAME_EXAMPLES}regex used for validation is "
+    "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+_SUBDOMAIN_RULE = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
+    "or '.', and must start and end with an alphanumeric character (e.g. 'example.com', "
+    "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*"
+    "[a-z0-9])?)*')"
+)
+_LABEL_VALUE_RULE = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' "
+    "or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
+    "'my_value',  or '12345', regex used for validation is "
+    "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+)
+#: The most bytes a object's annotations may hold, keys and values together.
+ANNOTATIONS_SIZE_LIMIT = 256 * 1024
+
+
+def qualified_name_errors(value: str) -> list[str]:
+    """What is wrong with ``value`` as a qualified name (``[prefix/]name``), worded as
+    kube-apiserver words it; empty when it is one."""
+    parts = value.split("/")
+    if len(parts) > 2:
+        return [
+            f"a qualified name {_QUALIFIED_NAME_RULE} with an optional DNS subdomain prefix "
+            "and '/' (e.g. 'example.com/MyName')"
+        ]
+    errors: list[str] = []
+    name = parts[-1]
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            errors.append("prefix part must be non-empty")
+        else:
+            if len(prefix) > 253:
+                errors.append("prefix part must be no more than 253 characters")
+            if not _DNS_SUBDOMAIN.fullmatch(prefix):
+                errors.append(f"prefix part {_SUBDOMAIN_RULE}")
+    if not name:
+        errors.append("name part must be non-empty")
+    elif len(name) > 63:
+        errors.append("name part must be no more than 63 characters")
+    if not _QUALIFIED_NAME_PART.fullmatch(name):
+        errors.append(f"name part {_QUALIFIED_NAME_RULE}")
+    return errors
+
+
+def _label_value_errors(value: str) -> list[str]:
+    errors = ["must be no more than 63 characters"] if len(value) > 63 else []
+    if value and not _QUALIFIED_NAME_PART.fullmatch(value):
+        errors.append(_LABEL_VALUE_RULE)
+    return errors
+
+
+def validate_labels(labels: dict[str, str], field: str = "metadata.labels") -> list[FieldError]:
+    """Label keys are qualified names, values empty or a qualified name's name part of at
+    most 63 characters (a real server lists a key's errors, then its value's)."""
+    errors: list[FieldError] = []
+    for key, value in labels.items():
+        errors.extend(
+            FieldError(field, "FieldValueInvalid", why, key) for why in qualified_name_errors(key)
+        )
+        errors.extend(
+            FieldError(field, "FieldValueInvalid", why, value) for why in _label_value_errors(value)
+        )
+    return errors
+
+
+def validate_annotations(
+    annotations: dict[str, str], field: str = "metadata.annotations"
+) -> list[FieldError]:
+    """Annotation keys are qualified names in any case; the values are free but, keys
+    included, hold at most 256 KiB."""
+    errors = [
+        FieldError(field, "FieldValueInvalid", why, key)
+        for key in annotations
+        for why in qualified_name_errors(key.lower())
+    ]
+    size = sum(len(k.encode()) + len(v.encode()) for k, v in annotations.items())
+    if size > ANNOTATIONS_SIZE_LIMIT:
+        errors.append(
+            FieldError(
+                field, "FieldValueTooLong", f"must have at most {ANNOTATIONS_SIZE_LIMIT} bytes"
+            )
+        )
+    return errors
 
 
 def validate_finalizers(finalizers: list[str]) -> list[FieldError]:

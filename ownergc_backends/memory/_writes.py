@@ -85,7 +85,9 @@ from ._validation import (
     FieldError,
     immutable,
     null_type_errors,
+    validate_annotations,
     validate_finalizers,
+    validate_labels,
     validate_name,
     validate_owner_references,
 )
@@ -283,6 +285,8 @@ class WriteRules:
         name = meta.get("name", "")
         if name:
             errors += validate_name(name, spec.name_rule.value)
+        errors += validate_labels(meta.get("labels", {}))
+        errors += validate_annotations(meta.get("annotations", {}))
         errors += validate_finalizers(meta.get("finalizers", []))
         errors += validate_owner_references(meta.get("ownerReferences", []))
         if not load:
@@ -459,6 +463,8 @@ class WriteRules:
             meta.get("deletionGracePeriodSeconds"),
             old_grace,
         )
+        errors += validate_labels(meta.get("labels", {}))
+        errors += validate_annotations(meta.get("annotations", {}))
         errors += validate_finalizers(finalizers)
         errors += validate_owner_references(meta.get("ownerReferences", []))
         errors += self._custom_resource_errors(bucket, stored_version, body)

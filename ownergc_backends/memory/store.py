@@ -80,6 +80,7 @@ from ._objects import (
     _with_rv,
 )
 from ._patch import (
+    JSONPatchNotApplied,
     PatchError,
     apply_json_merge_patch,
     apply_json_patch,
@@ -145,6 +146,21 @@ class RequestLog:
         with self._lock:
             self._records.clear()
             self._counts.clear()
+
+
+class _PatchNotApplied(Invalid):
+    """kube-apiserver's answer to a JSON patch it cannot apply: a 422 that says nothing of
+    which operation failed or why (its details are empty, not absent). ``why`` says it,
+    for whoever debugs a test against this store."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(
+            "the server rejected our request due to an error in our request", reason="Invalid"
+        )
+        self.why = why
+
+    def to_status(self) -> dict[str, Any]:
+        return {**super().to_status(), "details": {}}
 
 
 class InMemoryStore:
@@ -810,7 +826,11 @@ class InMemoryStore:
                 result = apply_json_merge_patch(current, document)
             else:
                 result = apply_json_patch(current, document)
+        except JSONPatchNotApplied as exc:
+            raise _PatchNotApplied(exc.message) from None
         except PatchError as exc:
+            if exc.status == 413:
+                raise APIError(exc.message, reason="RequestEntityTooLarge", code=413) from None
             if exc.status == 422:
                 raise Invalid(exc.message, reason="Invalid") from None
             if exc.status == 409:
