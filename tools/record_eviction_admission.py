@@ -28,7 +28,7 @@ from typing import Any
 
 import trustme
 
-NS = "evictadm-rec2"
+NS = "evictadm-rec3"
 LABEL = {"evictadm-rec": "yes"}
 OUT = Path(__file__).resolve().parent.parent / "tests/data/real-apiserver-1.20"
 
@@ -206,10 +206,10 @@ def main() -> None:
         "kind": "ValidatingWebhookConfiguration",
         "metadata": {"name": "evictadm-validating"},
         "webhooks": [
-            webhook("evict.evictadm.example.com", hook.url + "/evict", ca, ["CREATE"],
-                    ["pods/eviction"]),
-            webhook("delete.evictadm.example.com", hook.url + "/delete", ca, ["DELETE"],
-                    ["pods"]),
+            webhook(
+                "evict.evictadm.example.com", hook.url + "/evict", ca, ["CREATE"], ["pods/eviction"]
+            ),
+            webhook("delete.evictadm.example.com", hook.url + "/delete", ca, ["DELETE"], ["pods"]),
             webhook("all.evictadm.example.com", hook.url + "/all", ca, ["*"], ["*/*"]),
         ],
     }
@@ -218,8 +218,9 @@ def main() -> None:
         "kind": "MutatingWebhookConfiguration",
         "metadata": {"name": "evictadm-mutating"},
         "webhooks": [
-            webhook("mutate.evictadm.example.com", hook.url + "/mutate", ca, ["CREATE"],
-                    ["pods/*"]),
+            webhook(
+                "mutate.evictadm.example.com", hook.url + "/mutate", ca, ["CREATE"], ["pods/*"]
+            ),
         ],
     }
     try:
@@ -234,6 +235,28 @@ def main() -> None:
                 "apiVersion": "policy/v1beta1",
                 "kind": "Eviction",
                 "metadata": {"name": "evict-dry", "namespace": NS},
+            },
+        )
+        step(
+            "a dry run asked in the Eviction's deleteOptions only",
+            "POST",
+            f"{pods}/evict-dry/eviction",
+            {
+                "apiVersion": "policy/v1beta1",
+                "kind": "Eviction",
+                "metadata": {"name": "evict-dry", "namespace": NS},
+                "deleteOptions": {"dryRun": ["All"]},
+            },
+        )
+        step(
+            "a dry run asked in the query, with deleteOptions that do not say",
+            "POST",
+            f"{pods}/evict-dry/eviction?dryRun=All",
+            {
+                "apiVersion": "policy/v1beta1",
+                "kind": "Eviction",
+                "metadata": {"name": "evict-dry", "namespace": NS},
+                "deleteOptions": {"gracePeriodSeconds": 5},
             },
         )
         step(
@@ -293,16 +316,17 @@ def main() -> None:
         "server": call("GET", "/version")[1]["gitVersion"],
         "namespace": NS,
         "webhooks": {
-            "validating": [
-                {k: w[k] for k in ("name", "rules")} for w in validating["webhooks"]
-            ],
+            "validating": [{k: w[k] for k in ("name", "rules")} for w in validating["webhooks"]],
             "mutating": [{k: w[k] for k in ("name", "rules")} for w in mutating["webhooks"]],
         },
         "steps": steps,
     }
     (OUT / "eviction-admission.json").write_text(json.dumps(record, indent=1) + "\n")
-    print(json.dumps([(s["what"], s["status"], [r["path"] for r in s["reviews"]]) for s in steps],
-                     indent=1))
+    print(
+        json.dumps(
+            [(s["what"], s["status"], [r["path"] for r in s["reviews"]]) for s in steps], indent=1
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -21,6 +21,14 @@ this handler too:
   ``EvictionByEvictionAPI``), then is deleted with the Eviction's
   ``deleteOptions``; the answer is a ``Status`` of ``Success`` (201).
 
+Admission sees an eviction as kube-apiserver shows it (recorded from 1.20,
+tests/data/real-apiserver-1.20/eviction-admission.json): a CREATE of
+``pods/eviction`` whose object is the policy/v1 ``Eviction``, through the
+server's admission chain (:class:`~.rest.WriteSteps`), mutating before the name
+check and validating after; the budget's status write as the server's own
+UPDATE of ``poddisruptionbudgets/status``. The Pod's condition and delete are
+not admitted, as a real server's eviction does not admit them.
+
 Dry runs check everything and change nothing. The answers are worded as a real
 server's (recorded from kube-apiserver 1.20, tests/data/real-apiserver-1.20/
 eviction.json). Nothing here runs the disruption controller: a budget's status
@@ -97,7 +105,7 @@ class EvictionHandler:
         if mismatch is not None:
             return _failure(500, mismatch)
         if admitted is not None:
-            await admitted.chain.validate(admitted.attrs)
+            await admitted.chain.validate(_with_query_dry_run(admitted.attrs, query))
         if in_body:  # (checked where the delete would check it)
             self.dry_runs.dry_run(None, in_body, options_kind="DeleteOptions")
         dry_run = bool(query or in_body)
@@ -328,6 +336,18 @@ class _Admitted:
     def obj(self) -> JSONDict:
         assert isinstance(self.attrs.obj, dict)
         return self.attrs.obj
+
+
+def _with_query_dry_run(attrs: AdmissionAttributes, query: list[str] | None) -> AdmissionAttributes:
+    """The Eviction as validation sees it: the query's ``dryRun`` copied into deleteOptions
+    that are there and say none (kube-apiserver does so before validating; deleteOptions
+    left out stay out, as recorded from 1.20)."""
+    eviction = attrs.obj
+    options = eviction.get("deleteOptions") if isinstance(eviction, dict) else None
+    if not query or not isinstance(options, dict) or options.get("dryRun"):
+        return attrs
+    assert isinstance(eviction, dict)
+    return attrs.with_object({**eviction, "deleteOptions": {**options, "dryRun": list(query)}})
 
 
 def _as_policy_v1(eviction: JSONDict) -> JSONDict:
