@@ -95,6 +95,15 @@ class AdmissionAttributes:
     user_info: JSONDict = field(
         default_factory=lambda: {"username": "system:admin", "groups": ["system:masters"]}
     )
+    #: (group, version) of ``kind`` when it is not the resource's: a subresource with a kind
+    #: of its own (``pods/eviction`` takes a policy/v1 ``Eviction``). None: the resource's.
+    kind_group_version: tuple[str, str] | None = None
+
+    @property
+    def request_kind(self) -> JSONDict:
+        """The ``requestKind`` of the review: the kind the request carried."""
+        group, version = self.kind_group_version or (self.group, self.version)
+        return {"group": group, "version": version, "kind": self.kind}
 
 
 @dataclass(frozen=True)
@@ -284,11 +293,14 @@ def _as_version(obj: JSONDict | None, group: str, version: str) -> JSONDict | No
 def admission_review(hook: MatchedWebhook, attrs: AdmissionAttributes, uid: str) -> JSONDict:
     """The ``AdmissionReview`` request a webhook receives for ``attrs``."""
     same = (hook.group, hook.version, hook.resource) == (attrs.group, attrs.version, attrs.resource)
+    request_kind = attrs.request_kind
     request: JSONDict = {
         "uid": uid,
-        "kind": {"group": hook.group, "version": hook.version, "kind": hook.kind},
+        "kind": request_kind
+        if same
+        else {"group": hook.group, "version": hook.version, "kind": hook.kind},
         "resource": {"group": hook.group, "version": hook.version, "resource": hook.resource},
-        "requestKind": {"group": attrs.group, "version": attrs.version, "kind": attrs.kind},
+        "requestKind": request_kind,
         "requestResource": {
             "group": attrs.group,
             "version": attrs.version,

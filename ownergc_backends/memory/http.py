@@ -204,7 +204,7 @@ class KubeAPIServer:
                 scale=ScaleHandler(self.store, writes.dry_run),
                 review=ReviewHandler(),
                 token=TokenRequestHandler(self.store),
-                eviction=EvictionHandler(self.store, writes.dry_run),
+                eviction=EvictionHandler(self.store, writes),
             ),
             validation,
         )

@@ -61,6 +61,9 @@ class AdmissionAttributes:
     #: The request's warnings (``RequestContext.warnings``): plugins append what the
     #: client is to see as ``Warning`` headers.
     warnings: list[str] = dataclasses.field(default_factory=list)
+    #: (group, version, kind) of ``obj`` when it is not ``resource``'s kind: a
+    #: subresource's own kind, as policy/v1 ``Eviction`` for ``pods/eviction``.
+    kind: tuple[str, str, str] | None = None
 
     def with_object(self, obj: JSONDict | None) -> AdmissionAttributes:
         return dataclasses.replace(self, obj=obj)
@@ -103,10 +106,20 @@ class AdmissionChain:
 
     async def admit(self, attrs: AdmissionAttributes) -> AdmissionAttributes:
         """Run the chain; the attributes with the object the write should store."""
+        attrs = await self.mutate(attrs)
+        await self.validate(attrs)
+        return attrs
+
+    async def mutate(self, attrs: AdmissionAttributes) -> AdmissionAttributes:
+        """The mutating half alone, for a handler that checks the mutated object before
+        validation (the eviction subresource, as kube-apiserver's)."""
         for plugin in self.mutating:
             obj = await plugin.admit(attrs)
             if obj is not attrs.obj:
                 attrs = attrs.with_object(obj)
+        return attrs
+
+    async def validate(self, attrs: AdmissionAttributes) -> None:
+        """The validating half alone (see :meth:`mutate`)."""
         for validator in self.validating:
             await validator.validate(attrs)
-        return attrs

@@ -21,6 +21,14 @@ this handler too:
   ``EvictionByEvictionAPI``), then is deleted with the Eviction's
   ``deleteOptions``; the answer is a ``Status`` of ``Success`` (201).
 
+Admission sees an eviction as kube-apiserver shows it (recorded from 1.20,
+tests/data/real-apiserver-1.20/eviction-admission.json): a CREATE of
+``pods/eviction`` whose object is the policy/v1 ``Eviction``, through the
+server's admission chain (:class:`~.rest.WriteSteps`), mutating before the name
+check and validating after; the budget's status write as the server's own
+UPDATE of ``poddisruptionbudgets/status``. The Pod's condition and delete are
+not admitted, as a real server's eviction does not admit them.
+
 Dry runs check everything and change nothing. The answers are worded as a real
 server's (recorded from kube-apiserver 1.20, tests/data/real-apiserver-1.20/
 eviction.json). Nothing here runs the disruption controller: a budget's status
@@ -29,6 +37,8 @@ is what a client wrote, as in a cluster whose controller is down.
 
 from __future__ import annotations
 
+import uuid
+from dataclasses import dataclass
 from typing import Any, Final
 
 from ownergc.errors import BadRequest, Conflict, Forbidden, TooManyRequests
@@ -38,8 +48,10 @@ from .._negotiation import _json_response, object_body
 from .._objects import format_time
 from .._webhooks import label_selector_matches
 from ..store import InMemoryStore
-from .context import Reply, RequestContext, ResourceRoute
-from .dryrun import AcceptDryRun, DryRunPolicy
+from .admission import AdmissionAttributes, AdmissionChain
+from .context import Reply, RequestContext, ResourceRoute, UserInfo
+from .dryrun import DRY_RUN_ALL, AcceptDryRun, DryRunPolicy
+from .rest import WriteSteps
 
 __all__ = ["EvictionHandler"]
 
@@ -49,14 +61,23 @@ _ATTEMPTS: Final = 20
 #: A budget whose ``disruptedPods`` is this big is refused (its controller is behind).
 _MAX_DISRUPTED_PODS: Final = 2000
 _REFUSED: Final = "Cannot evict pod as it would violate the pod's disruption budget."
+#: The user kube-apiserver's writes through its loopback client are admitted as.
+LOOPBACK_USER: Final = "system:apiserver"
 
 
 class EvictionHandler:
-    """POST ``/api/v1/namespaces/<ns>/pods/<name>/eviction``."""
+    """POST ``/api/v1/namespaces/<ns>/pods/<name>/eviction``.
 
-    def __init__(self, store: InMemoryStore, dry_runs: DryRunPolicy | None = None) -> None:
+    ``writes``: the server's write steps; the eviction uses their dry-run policy and
+    admission chain (None: dry runs as kube-apiserver takes them, no admission)."""
+
+    def __init__(self, store: InMemoryStore, writes: WriteSteps | None = None) -> None:
         self.store = store
-        self.dry_runs = dry_runs or AcceptDryRun()
+        self.writes = writes
+        self.dry_runs: DryRunPolicy = writes.dry_run if writes is not None else AcceptDryRun()
+        #: Who the eviction's own writes (the budget's status) are admitted as: the
+        #: server's loopback client, as kube-apiserver's are.
+        self.loopback = UserInfo(LOOPBACK_USER, ("system:masters",), str(uuid.uuid4()))
 
     async def __call__(self, ctx: RequestContext, route: ResourceRoute) -> Reply:
         assert route.name is not None and route.namespace is not None
@@ -65,20 +86,26 @@ class EvictionHandler:
         self.dry_runs.dry_run(query, options_kind="CreateOptions")
         eviction = object_body(ctx.request, "the Eviction")
         meta, options = _check_eviction(eviction)
-        if meta.get("name") != route.name:
-            raise BadRequest(
-                "name in URL does not match name in Eviction object", reason="BadRequest"
-            )
         if meta.get("namespace") not in (None, "", route.namespace):
             raise BadRequest(
                 "the namespace of the provided object does not match the namespace sent on "
                 "the request",
                 reason="BadRequest",
             )
+        admitted = await self._mutate(ctx, route, eviction, bool(query))
+        if admitted is not None:  # (what a mutating webhook made of it)
+            eviction = admitted.obj
+            meta, options = _check_eviction(eviction)
+        if meta.get("name") != route.name:
+            raise BadRequest(
+                "name in URL does not match name in Eviction object", reason="BadRequest"
+            )
         in_body = options.get("dryRun")
         mismatch = _dry_run_mismatch(query, in_body)
         if mismatch is not None:
             return _failure(500, mismatch)
+        if admitted is not None:
+            await admitted.chain.validate(_with_query_dry_run(admitted.attrs, query))
         if in_body:  # (checked where the delete would check it)
             self.dry_runs.dry_run(None, in_body, options_kind="DeleteOptions")
         dry_run = bool(query or in_body)
@@ -100,7 +127,7 @@ class EvictionHandler:
             if not _ready(pod) and _may_go_unhealthy(budget):
                 pinned = True  # deleted if still not ready: the budget is not consulted
             else:
-                await self._take_disruption(budget, route.name, route.namespace, dry_run)
+                await self._take_disruption(ctx, budget, route.name, route.namespace, dry_run)
         preconditions = given
         if pinned and given.resource_version is None:
             preconditions = Preconditions(given.uid, _meta(pod).get("resourceVersion"))
@@ -111,6 +138,29 @@ class EvictionHandler:
                 raise _still_processed(budgets[0]) from None
             raise
         return _success()
+
+    async def _mutate(
+        self, ctx: RequestContext, route: ResourceRoute, eviction: JSONDict, dry_run: bool
+    ) -> _Admitted | None:
+        """The Eviction through the mutating half of admission, as a CREATE of
+        ``pods/eviction`` (None: no admission). ``dry_run``: the query's, which is all
+        the request's CreateOptions say (the deleteOptions' own is the eviction's)."""
+        if self.writes is None:
+            return None
+        chain = self.writes.admission
+        attrs = self.writes.attributes(
+            ctx,
+            "CREATE",
+            route,
+            _as_policy_v1(eviction),
+            dry_run=dry_run,
+            options={"dryRun": [DRY_RUN_ALL]} if dry_run else None,
+            kind=("policy", "v1", "Eviction"),
+        )
+        attrs = await chain.mutate(attrs)
+        if not isinstance(attrs.obj, dict):  # (a webhook's patch left no object)
+            raise BadRequest("the Eviction must be a JSON object", reason="BadRequest")
+        return _Admitted(attrs, chain)
 
     async def _evict_or_get(
         self,
@@ -150,10 +200,12 @@ class EvictionHandler:
         ]
 
     async def _take_disruption(
-        self, budget: JSONDict, pod_name: str, namespace: str, dry_run: bool
+        self, ctx: RequestContext, budget: JSONDict, pod_name: str, namespace: str, dry_run: bool
     ) -> None:
         """Check that ``budget`` allows one more disruption and record it in its status
-        (looked at again after a lost race)."""
+        (looked at again after a lost race). The status write is admitted as the server's
+        own ``UPDATE`` of ``poddisruptionbudgets/status``, as kube-apiserver's loopback
+        write is: a webhook may refuse it (the eviction fails) or change it."""
         resource = self.store.resource_for("policy/v1", "PodDisruptionBudget")
         name = _meta(budget)["name"]
         for attempt in range(_ATTEMPTS):
@@ -189,14 +241,16 @@ class EvictionHandler:
             if dry_run:
                 return
             status["disruptionsAllowed"] = allowed - 1
+            now = self.store.now()  # (once: the condition and the entry agree)
             if allowed == 1:
-                status["conditions"] = _no_more_disruptions(status, self.store.now())
-            disrupted[pod_name] = format_time(self.store.now())
+                status["conditions"] = _no_more_disruptions(status, now)
+            disrupted[pod_name] = format_time(now)
             status["disruptedPods"] = disrupted
+            updated = await self._admit_budget(ctx, resource, budget, {**budget, "status": status})
             try:
                 await self.store.update(
                     resource,
-                    {**budget, "status": status},
+                    updated,
                     namespace=namespace,
                     subresource="status",
                 )
@@ -208,6 +262,20 @@ class EvictionHandler:
                     resource, name, namespace=namespace, metadata_only=False
                 )
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _admit_budget(
+        self, ctx: RequestContext, resource: APIResource, old: JSONDict, new: JSONDict
+    ) -> JSONDict:
+        """The budget's new status through admission (the object to write)."""
+        if self.writes is None:
+            return new
+        meta = _meta(old)
+        route = ResourceRoute(resource, meta.get("namespace"), meta.get("name"), "status")
+        attrs = self.writes.attributes(
+            ctx, "UPDATE", route, new, dry_run=False, old_obj=old, user=self.loopback
+        )
+        attrs = await self.writes.admission.admit(attrs)
+        return attrs.obj if isinstance(attrs.obj, dict) else new
 
     async def _delete(
         self,
@@ -255,6 +323,37 @@ class EvictionHandler:
             preconditions=preconditions if preconditions.to_dict() else None,
             dry_run=dry_run,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class _Admitted:
+    """An Eviction past the mutating half of admission, and the chain to validate it."""
+
+    attrs: AdmissionAttributes
+    chain: AdmissionChain
+
+    @property
+    def obj(self) -> JSONDict:
+        assert isinstance(self.attrs.obj, dict)
+        return self.attrs.obj
+
+
+def _with_query_dry_run(attrs: AdmissionAttributes, query: list[str] | None) -> AdmissionAttributes:
+    """The Eviction as validation sees it: the query's ``dryRun`` copied into deleteOptions
+    that are there and say none (kube-apiserver does so before validating; deleteOptions
+    left out stay out, as recorded from 1.20)."""
+    eviction = attrs.obj
+    options = eviction.get("deleteOptions") if isinstance(eviction, dict) else None
+    if not query or not isinstance(options, dict) or options.get("dryRun"):
+        return attrs
+    assert isinstance(eviction, dict)
+    return attrs.with_object({**eviction, "deleteOptions": {**options, "dryRun": list(query)}})
+
+
+def _as_policy_v1(eviction: JSONDict) -> JSONDict:
+    """The Eviction as admission sees it: in policy/v1, whichever version was sent
+    (kube-apiserver 1.30's kind of the subresource; 1.20's was policy/v1beta1)."""
+    return {**eviction, "apiVersion": "policy/v1", "kind": "Eviction"}
 
 
 def _check_eviction(body: Any) -> tuple[JSONDict, JSONDict]:

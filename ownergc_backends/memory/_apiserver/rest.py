@@ -39,7 +39,7 @@ from .._selectors import _filter_from
 from .._tables import Printer
 from ..store import InMemoryStore, PatchRaced
 from .admission import AdmissionAttributes, AdmissionChain
-from .context import Reply, RequestContext, ResourceRoute
+from .context import Reply, RequestContext, ResourceRoute, UserInfo
 from .dryrun import DryRunPolicy
 from .fieldmanager import APPLY_PATCH, FieldManager, manager_name, unsupported_patch_type
 from .fieldvalidation import FieldValidation
@@ -191,7 +191,37 @@ class WriteSteps:
             or self.admission.wants_old_object
         ):
             old_obj = await old()
-        attrs = AdmissionAttributes(
+        attrs = self.attributes(
+            ctx,
+            operation,
+            route,
+            obj,
+            dry_run=dry_run,
+            old_obj=old_obj,
+            options=options,
+            patch=patch,
+            patch_type=patch_type,
+        )
+        return await self.admission.admit(attrs)
+
+    def attributes(
+        self,
+        ctx: RequestContext,
+        operation: str,
+        route: ResourceRoute,
+        obj: Any,
+        *,
+        dry_run: bool,
+        old_obj: JSONDict | None = None,
+        options: JSONDict | None = None,
+        patch: Any = None,
+        patch_type: PatchType | None = None,
+        kind: tuple[str, str, str] | None = None,
+        user: UserInfo | None = None,
+    ) -> AdmissionAttributes:
+        """The attributes admission sees for one write (``user``: who writes, when it is
+        the server itself rather than the client; ``kind``: a subresource's own kind)."""
+        return AdmissionAttributes(
             operation=operation,
             resource=route.resource,
             namespace=route.namespace,
@@ -200,13 +230,13 @@ class WriteSteps:
             obj=obj,
             old_obj=old_obj,
             dry_run=dry_run,
-            user=ctx.user,
+            user=user or ctx.user,
             options=options or {},
             patch=patch,
             patch_type=patch_type,
             warnings=ctx.warnings,
+            kind=kind,
         )
-        return await self.admission.admit(attrs)
 
 
 def decoded(resource: APIResource, obj: Any, *, owned: bool = True) -> Any:

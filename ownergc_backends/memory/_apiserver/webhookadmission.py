@@ -145,12 +145,18 @@ def _dispatch_attributes(attrs: AdmissionAttributes) -> _webhooks.AdmissionAttri
     user: JSONDict = {"username": attrs.user.name, "groups": list(attrs.user.groups)}
     if attrs.user.uid:
         user["uid"] = attrs.user.uid
+    kind_group_version = None
+    kind = resource.kind
+    if attrs.kind is not None:  # a subresource's own kind (pods/eviction: an Eviction)
+        kind_group, kind_version, kind = attrs.kind
+        kind_group_version = (kind_group, kind_version)
     return _webhooks.AdmissionAttributes(
         operation=attrs.operation,
         group=resource.group,
         version=resource.version,
         resource=resource.resource,
-        kind=resource.kind,
+        kind=kind,
+        kind_group_version=kind_group_version,
         namespace=attrs.namespace or "",
         name=name,
         object=obj,
