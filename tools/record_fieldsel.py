@@ -76,7 +76,9 @@ def fresh_namespace(server: Server, name: str) -> None:
         )
         time.sleep(0.5)
     made = server(
-        "POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+        "POST",
+        "/api/v1/namespaces",
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
     )
     assert made[0] == 201, made
     account = {
@@ -319,8 +321,14 @@ IP_CASES: list[tuple[str, dict[str, Any]]] = [
     ("podIP only", {"podIP": "10.0.0.1"}),
     ("podIPs only", {"podIPs": [{"ip": "10.0.0.2"}]}),
     ("both, differing", {"podIP": "10.0.0.3", "podIPs": [{"ip": "10.0.0.4"}]}),
-    ("dual stack, podIP first", {"podIP": "10.0.0.5", "podIPs": [{"ip": "10.0.0.5"}, {"ip": "fd00::5"}]}),
-    ("dual stack, podIP not first", {"podIP": "10.0.0.6", "podIPs": [{"ip": "10.0.0.7"}, {"ip": "fd00::7"}]}),
+    (
+        "dual stack, podIP first",
+        {"podIP": "10.0.0.5", "podIPs": [{"ip": "10.0.0.5"}, {"ip": "fd00::5"}]},
+    ),
+    (
+        "dual stack, podIP not first",
+        {"podIP": "10.0.0.6", "podIPs": [{"ip": "10.0.0.7"}, {"ip": "fd00::7"}]},
+    ),
     ("dual stack, podIPs only", {"podIPs": [{"ip": "fd00::8"}, {"ip": "10.0.0.8"}]}),
     ("podIP is podIPs[1]", {"podIP": "fd00::9", "podIPs": [{"ip": "10.0.0.9"}, {"ip": "fd00::9"}]}),
     ("empty podIP, podIPs", {"podIP": "", "podIPs": [{"ip": "10.0.0.10"}]}),
@@ -385,7 +393,17 @@ def record_pod_ips(server: Server) -> dict[str, Any]:
             record["ips"] = ips(answer)
         exchanges.append(record)
     selected = {}
-    for ip in ("10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4", "10.0.0.7", "fd00::8", "10.0.0.9", "fd00::9", "10.0.1.3"):
+    for ip in (
+        "10.0.0.1",
+        "10.0.0.2",
+        "10.0.0.3",
+        "10.0.0.4",
+        "10.0.0.7",
+        "fd00::8",
+        "10.0.0.9",
+        "fd00::9",
+        "10.0.1.3",
+    ):
         path = f"{base}/pods?fieldSelector=" + urllib.parse.quote(f"status.podIP={ip}", safe="")
         status, answer = server("GET", path)
         assert status == 200, answer
