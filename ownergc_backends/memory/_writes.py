@@ -28,6 +28,7 @@ import anyio
 from ownergc.errors import (
     AlreadyExists,
     BadRequest,
+    Conflict,
     Forbidden,
     MethodNotAllowed,
     NotFound,
@@ -548,8 +549,9 @@ class WriteRules:
             raise not_found(bucket, name)
         meta = _meta(existing)
         if preconditions is not None:
+            # (present but empty is a precondition too: it never matches, 1.20 and 1.30)
             if preconditions.uid is not None and preconditions.uid != meta["uid"]:
-                raise conflict(
+                raise _precondition_conflict(
                     bucket,
                     name,
                     f"the UID in the precondition ({preconditions.uid}) does not match the UID "
@@ -560,7 +562,7 @@ class WriteRules:
                 preconditions.resource_version is not None
                 and preconditions.resource_version != meta["resourceVersion"]
             ):
-                raise conflict(
+                raise _precondition_conflict(
                     bucket,
                     name,
                     f"the ResourceVersion in the precondition ({preconditions.resource_version}) "
@@ -798,6 +800,19 @@ def _with_terminating_condition(crd: JSONDict, remaining: int, now: str) -> JSON
     out = dict(crd)
     out["status"] = status
     return out
+
+
+def _precondition_conflict(bucket: _Storage, name: str, why: str) -> Conflict:
+    """A DELETE's failed precondition, as the registry's BeforeDelete words it: the
+    object named by its kind (``Pod``, ``Deployment.apps``), not its resource."""
+    kind, group = bucket.spec.kind, bucket.spec.group
+    return Conflict(
+        f'Operation cannot be fulfilled on {kind}.{group} "{name}": {why}'
+        if group
+        else f'Operation cannot be fulfilled on {kind} "{name}": {why}',
+        reason="Conflict",
+        details={"name": name, "group": group, "kind": kind},
+    )
 
 
 def _split_status(
