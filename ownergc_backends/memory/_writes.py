@@ -77,6 +77,7 @@ from ._objects import (
 from ._patch import (
     json_equal,
 )
+from ._pod_ips import validate_pod_ips
 from ._registry import CRD_KEY, ResourceRegistry
 from ._service_ips import allocate
 from ._storage import ObjectStorage
@@ -463,6 +464,8 @@ class WriteRules:
         errors += validate_finalizers(finalizers)
         errors += validate_owner_references(meta.get("ownerReferences", []))
         errors += self._custom_resource_errors(bucket, stored_version, body)
+        if subresource == "status" and spec.group == "" and spec.resource == "pods":
+            errors += validate_pod_ips(body.get("status"))
         if errors:
             raise invalid(bucket, name, errors)
 
