@@ -1,4 +1,10 @@
-"""The one field conversion between served versions of a built-in kind.
+"""The field conversions of a built-in kind's body on its way to storage and back.
+
+A Pod's ``status.podIP`` and ``status.podIPs`` are made to agree on every write
+(:func:`._pod_ips.normalise_pod_ips`), as kube-apiserver's conversion of a v1 Pod to
+its internal form (which has ``podIPs`` alone) and back makes them.
+
+The one field conversion between served versions of a built-in kind.
 
 serve stores an object once per group/resource and answers it in the version a
 request names by rewriting ``apiVersion`` (see :mod:`._resources`): the versions
@@ -24,6 +30,7 @@ from typing import Final
 from ownergc.protocols import JSONDict
 
 from ._defaults import PRESERVE_ZERO_SHARES
+from ._pod_ips import normalise_pod_ips
 
 __all__ = ["CONVERTED", "defaults_version", "from_storage", "to_storage"]
 
@@ -49,6 +56,11 @@ def defaults_version(group: str, resource: str, requested: str, stored: str) -> 
 
 def to_storage(group: str, resource: str, version: str, body: JSONDict) -> None:
     """``body`` (written in ``version``, defaulted) as it is stored: in place."""
+    if group == "" and resource == "pods":
+        status = body.get("status")
+        if isinstance(status, dict):
+            normalise_pod_ips(status)
+        return
     if group != _FLOWCONTROL or (resource, version) not in CONVERTED:
         return
     meta = body.get("metadata")

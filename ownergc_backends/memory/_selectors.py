@@ -187,28 +187,101 @@ _METADATA_FIELDS: Final = frozenset({"metadata.name", "metadata.namespace"})
 _ALIASES: Final = {"spec.host": "spec.nodeName", "reportingController": "reportingComponent"}
 
 
+def _field_terms(text: str) -> list[str]:
+    """A field selector's terms: split on the commas a backslash does not escape (a
+    backslash escapes whatever follows it), nothing trimmed."""
+    terms: list[str] = []
+    start, escaped = 0, False
+    for index, ch in enumerate(text):
+        if escaped:
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch == ",":
+            terms.append(text[start:index])
+            start = index + 1
+    terms.append(text[start:])
+    return terms
+
+
+#: A term's operators, tried in this order at each position from the left.
+_FIELD_OPERATORS: Final = ("!=", "==", "=")
+
+
+def _split_field_term(term: str) -> tuple[str, str, str] | None:
+    """``(field, operator, value)`` at the leftmost operator (no escapes honoured before
+    it: ``a\\=b`` is the field ``a\\``), or None."""
+    for index in range(len(term)):
+        for operator in _FIELD_OPERATORS:
+            if term.startswith(operator, index):
+                return term[:index], operator, term[index + len(operator) :]
+    return None
+
+
+def _unescape_field_value(value: str) -> str:
+    """A term's value with ``\\\\``, ``\\,`` and ``\\=`` read as the character; another escape,
+    a trailing backslash or a bare ``=`` (or ``,``) is a 400, worded as kube-apiserver's
+    (the character as Go prints a rune: its number)."""
+    if "\\" not in value and "=" not in value and "," not in value:
+        return value
+    out: list[str] = []
+    escaped = False
+    for ch in value:
+        if escaped:
+            if ch not in "\\,=":
+                raise BadRequest(
+                    f"invalid field selector: invalid escape sequence: \\{ch}", reason="BadRequest"
+                )
+            out.append(ch)
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch in ",=":
+            raise BadRequest(
+                f"invalid field selector: unescaped character in value: {ord(ch)}",
+                reason="BadRequest",
+            )
+        else:
+            out.append(ch)
+    if escaped:
+        raise BadRequest("invalid field selector: invalid escape sequence: \\", reason="BadRequest")
+    return "".join(out)
+
+
 def parse_field_selector(
     text: str, resource: tuple[str, str] = ("", "")
 ) -> list[tuple[str, bool, str]]:
-    """A field selector's terms (``=``, ``==`` or ``!=``), for the resource ``(group,
-    resource)``: ``metadata.name`` / ``metadata.namespace``, and the fields the kind adds
-    (a Pod's ``spec.nodeName``, ``status.phase``, ...); another is refused as
-    kube-apiserver refuses it (400)."""
+    """A field selector's terms ``(field, equal, value)``, for the resource ``(group,
+    resource)``, read as kube-apiserver reads them (1.20 and 1.30 alike):
+
+    * terms are split on unescaped commas and taken in sorted order (which of several
+      bad terms is reported); an empty term is skipped, nothing is trimmed (``" a=b"``
+      names the field ``" a"``);
+    * each term splits at its leftmost ``!=``, ``==`` or ``=`` (``==`` is ``=``); a
+      term without one is a 400 naming it and the whole selector;
+    * the value is unescaped (``\\,``, ``\\=``, ``\\\\``); a term whose field and value are
+      both empty (``=``, ``==``, ``!=``) selects everything;
+    * the fields are then checked: ``metadata.name`` / ``metadata.namespace`` and
+      those the kind adds (a Pod's ``spec.nodeName``, ``status.phase``, ...); another
+      is refused as kube-apiserver refuses it (400). A field given twice is two terms,
+      both of which must hold."""
     labels, with_metadata, refusal = _FIELD_LABELS.get(resource, (frozenset(), True, ""))
     known = labels | _METADATA_FIELDS if with_metadata else labels | {"metadata.name"}
-    out: list[tuple[str, bool, str]] = []
-    for part in (p.strip() for p in text.split(",")):
-        if not part:
+    parsed: list[tuple[str, bool, str]] = []
+    for term in sorted(_field_terms(text)):
+        if not term:
             continue
-        if "!=" in part:
-            key, value = part.split("!=", 1)
-            equal = False
-        elif "=" in part:
-            key, value = part.replace("==", "=", 1).split("=", 1)
-            equal = True
-        else:
-            raise BadRequest(f"invalid field selector: {part!r}", reason="BadRequest")
-        key = key.strip()
+        split = _split_field_term(term)
+        if split is None:
+            raise BadRequest(
+                f"invalid selector: '{text}'; can't understand '{term}'", reason="BadRequest"
+            )
+        key, operator, raw = split
+        value = _unescape_field_value(raw)
+        if key or value:
+            parsed.append((key, operator != "!=", value))
+    out: list[tuple[str, bool, str]] = []
+    for key, equal, value in parsed:
         if key not in known:
             message = (
                 refusal.format(label=key)
@@ -217,7 +290,7 @@ def parse_field_selector(
                 '"metadata.namespace"'
             )
             raise BadRequest(message, reason="BadRequest")
-        out.append((_ALIASES.get(key, key), equal, value.strip()))
+        out.append((_ALIASES.get(key, key), equal, value))
     return out
 
 

@@ -28,6 +28,7 @@ import anyio
 from ownergc.errors import (
     AlreadyExists,
     BadRequest,
+    Conflict,
     Forbidden,
     MethodNotAllowed,
     NotFound,
@@ -76,6 +77,7 @@ from ._objects import (
 from ._patch import (
     json_equal,
 )
+from ._pod_ips import validate_pod_ips
 from ._registry import CRD_KEY, ResourceRegistry
 from ._service_ips import allocate
 from ._storage import ObjectStorage
@@ -468,6 +470,8 @@ class WriteRules:
         errors += validate_finalizers(finalizers)
         errors += validate_owner_references(meta.get("ownerReferences", []))
         errors += self._custom_resource_errors(bucket, stored_version, body)
+        if subresource == "status" and spec.group == "" and spec.resource == "pods":
+            errors += validate_pod_ips(body.get("status"))
         if errors:
             raise invalid(bucket, name, errors)
 
@@ -554,8 +558,9 @@ class WriteRules:
             raise not_found(bucket, name)
         meta = _meta(existing)
         if preconditions is not None:
+            # (present but empty is a precondition too: it never matches, 1.20 and 1.30)
             if preconditions.uid is not None and preconditions.uid != meta["uid"]:
-                raise conflict(
+                raise _precondition_conflict(
                     bucket,
                     name,
                     f"the UID in the precondition ({preconditions.uid}) does not match the UID "
@@ -566,7 +571,7 @@ class WriteRules:
                 preconditions.resource_version is not None
                 and preconditions.resource_version != meta["resourceVersion"]
             ):
-                raise conflict(
+                raise _precondition_conflict(
                     bucket,
                     name,
                     f"the ResourceVersion in the precondition ({preconditions.resource_version}) "
@@ -804,6 +809,19 @@ def _with_terminating_condition(crd: JSONDict, remaining: int, now: str) -> JSON
     out = dict(crd)
     out["status"] = status
     return out
+
+
+def _precondition_conflict(bucket: _Storage, name: str, why: str) -> Conflict:
+    """A DELETE's failed precondition, as the registry's BeforeDelete words it: the
+    object named by its kind (``Pod``, ``Deployment.apps``), not its resource."""
+    kind, group = bucket.spec.kind, bucket.spec.group
+    return Conflict(
+        f'Operation cannot be fulfilled on {kind}.{group} "{name}": {why}'
+        if group
+        else f'Operation cannot be fulfilled on {kind} "{name}": {why}',
+        reason="Conflict",
+        details={"name": name, "group": group, "kind": kind},
+    )
 
 
 def _split_status(

@@ -346,3 +346,18 @@ def test_the_disruption_target_replaces_its_old_condition_where_it_stands() -> N
     assert new[1] == {"type": "Ready", "status": "True"}
     again = _with_disruption_target(new, "t2")
     assert again[0]["lastTransitionTime"] == "t1"  # already true: its time is kept
+
+
+def test_an_unready_pod_is_pinned_at_the_version_read_even_over_the_clients(
+    server: KubeAPIServer,
+) -> None:
+    """An unready Pod deleted past its healthy budget is deleted at the version the
+    eviction read: 1.30 sets that version over any the client gave (a stale one here;
+    pkg/registry/core/pod/storage/eviction.go, ``updateDeletionOptions``)."""
+    running_pod(server, "sick", {"app": "web"}, ready=False)
+    budget(server, "pdb", {"selector": {"matchLabels": {"app": "web"}}}, disruptionsAllowed=0)
+    status, answer = evict(
+        server, "sick", deleteOptions={"preconditions": {"resourceVersion": "1"}}
+    )
+    assert (status, answer["status"]) == (201, "Success")
+    assert not exists(server, "sick")

@@ -129,7 +129,7 @@ class EvictionHandler:
             else:
                 await self._take_disruption(ctx, budget, route.name, route.namespace, dry_run)
         preconditions = given
-        if pinned and given.resource_version is None:
+        if pinned:  # (1.30 pins the version it read even over one the client gave)
             preconditions = Preconditions(given.uid, _meta(pod).get("resourceVersion"))
         try:
             await self._delete(pods, route.name, route.namespace, options, preconditions, dry_run)
@@ -490,14 +490,16 @@ def _preconditions(options: JSONDict) -> Preconditions:
     given = options.get("preconditions") or {}
     if not isinstance(given, dict):
         raise BadRequest("deleteOptions.preconditions must be an object", reason="BadRequest")
-    uid, rv = given.get("uid"), given.get("resourceVersion")
-    return Preconditions(uid or None, rv or None)
+    # (present but empty is given: it is no match for the delete, and a resourceVersion
+    # given, even empty, is never replaced by the Pod's own nor retried)
+    return Preconditions(given.get("uid"), given.get("resourceVersion"))
 
 
 def _check_preconditions(meta: JSONDict, preconditions: Preconditions) -> None:
-    """The eviction's own precondition check, worded as kube-apiserver's."""
+    """The check of the write that marks the Pod, worded as kube-apiserver's: an empty
+    uid or resourceVersion is not checked here (the delete checks it)."""
     name = meta.get("name")
-    if preconditions.uid is not None and preconditions.uid != meta.get("uid"):
+    if preconditions.uid and preconditions.uid != meta.get("uid"):
         raise Conflict(
             f'Operation cannot be fulfilled on Pod "{name}": the UID in the precondition '
             f"({preconditions.uid}) does not match the UID in record ({meta.get('uid')}). "
@@ -506,7 +508,7 @@ def _check_preconditions(meta: JSONDict, preconditions: Preconditions) -> None:
             details={"name": name, "kind": "Pod"},
         )
     rv = preconditions.resource_version
-    if rv is not None and rv != meta.get("resourceVersion"):
+    if rv and rv != meta.get("resourceVersion"):
         raise Conflict(
             f'Operation cannot be fulfilled on Pod "{name}": the ResourceVersion in the '
             f"precondition ({rv}) does not match the ResourceVersion in record "
