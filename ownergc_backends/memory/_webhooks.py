@@ -15,7 +15,11 @@ evaluated (the webhook is called as if they matched), ``reinvocationPolicy:
 IfNeeded`` is treated as ``Never``, an object matched through an equivalent
 version is sent with only its ``apiVersion`` changed (exact for custom
 resources, whose versions differ only in name unless a conversion webhook
-is involved), and a ``service`` client config is reached through its
+is involved; a v1beta3 PriorityLevelConfiguration, the one built-in whose
+versions differ, is converted as :mod:`._conversion` says, and a mutating hook's
+patch to it is defaulted in the hook's version as the server decodes it; other
+kinds' patched objects are not defaulted again here, the store defaults
+them), and a ``service`` client config is reached through its
 Endpoints' first address (serve has no cluster network).
 
 Matching is pure (``matching_webhooks``); the calls go through a
@@ -44,6 +48,8 @@ from ownergc._kit.jsonio import loads
 from ownergc.errors import APIError, BadRequest, Forbidden, ServerError
 from ownergc.protocols import JSONDict
 
+from ._conversion import CONVERTED, from_storage, to_storage
+from ._defaults import apply_defaults
 from ._negotiation import _encode
 from ._patch import apply_json_patch, copy_json
 from ._selectors import _Requirement
@@ -290,10 +296,56 @@ def _as_version(obj: JSONDict | None, group: str, version: str) -> JSONDict | No
     return converted
 
 
+def _converts(group: str, resource: str, *versions: str) -> bool:
+    """Whether an object of ``resource`` in one of ``versions`` differs from its stored
+    form (:mod:`._conversion`: a v1beta3 PriorityLevelConfiguration)."""
+    return (
+        any((resource, v) in CONVERTED for v in versions)
+        and group == "flowcontrol.apiserver.k8s.io"
+    )
+
+
+def _converted(
+    obj: JSONDict | None, group: str, resource: str, written: str, read: str
+) -> JSONDict | None:
+    """``obj`` (in version ``written``) as the server converts it to ``read`` through its
+    stored form: what a webhook registered for ``read`` sees of a v1beta3
+    PriorityLevelConfiguration, or of another version's when matched as v1beta3 (the
+    preserve-zero-shares annotation dropped, then added back where the shares are 0)."""
+    if obj is None:
+        return None
+    out = dict(obj)
+    meta = out.get("metadata")
+    if isinstance(meta, dict):
+        out["metadata"] = dict(meta)  # (to_storage changes it in place)
+    to_storage(group, resource, written, out)
+    from_storage(group, resource, read, out)
+    out["apiVersion"] = f"{group}/{read}" if group else read
+    return out
+
+
+def review_objects(
+    hook: MatchedWebhook, attrs: AdmissionAttributes
+) -> tuple[JSONDict | None, JSONDict | None]:
+    """The object and old object the webhook receives, in the version it was matched as."""
+    if _converts(attrs.group, attrs.resource, attrs.version, hook.version):
+        return (
+            _converted(attrs.object, attrs.group, attrs.resource, attrs.version, hook.version),
+            _converted(attrs.old_object, attrs.group, attrs.resource, attrs.version, hook.version),
+        )
+    if (hook.group, hook.version, hook.resource) == (attrs.group, attrs.version, attrs.resource):
+        return attrs.object, attrs.old_object
+    return (
+        _as_version(attrs.object, hook.group, hook.version),
+        _as_version(attrs.old_object, hook.group, hook.version),
+    )
+
+
 def admission_review(hook: MatchedWebhook, attrs: AdmissionAttributes, uid: str) -> JSONDict:
     """The ``AdmissionReview`` request a webhook receives for ``attrs``."""
     same = (hook.group, hook.version, hook.resource) == (attrs.group, attrs.version, attrs.resource)
     request_kind = attrs.request_kind
+    obj, old_obj = review_objects(hook, attrs)
     request: JSONDict = {
         "uid": uid,
         "kind": request_kind
@@ -309,10 +361,8 @@ def admission_review(hook: MatchedWebhook, attrs: AdmissionAttributes, uid: str)
         "name": attrs.name,
         "operation": attrs.operation,
         "userInfo": attrs.user_info,
-        "object": attrs.object if same else _as_version(attrs.object, hook.group, hook.version),
-        "oldObject": attrs.old_object
-        if same
-        else _as_version(attrs.old_object, hook.group, hook.version),
+        "object": obj,
+        "oldObject": old_obj,
         "dryRun": attrs.dry_run,
         "options": attrs.options,
     }
@@ -375,7 +425,7 @@ class WebhookAdmission:
                 raise denial(hook.name, response.get("status"))
             patch = response.get("patch")
             if patch and outcome.object is not None:
-                outcome.object = self._patched(hook, outcome.object, response)
+                outcome.object = self._mutated(hook, current, response)
         return outcome
 
     async def validate(
@@ -409,6 +459,24 @@ class WebhookAdmission:
             if not result.get("allowed"):
                 raise denial(hook.name, result.get("status"))
         return warnings
+
+    def _mutated(
+        self, hook: MatchedWebhook, attrs: AdmissionAttributes, response: JSONDict
+    ) -> JSONDict:
+        """The object after the hook's patch, in the request's version. The patch applies
+        to the object as the hook saw it: for a converted kind, that one (then defaulted
+        in the hook's version and converted back, as the server decodes the result);
+        otherwise the request's object, whose matched version differs in name only."""
+        assert attrs.object is not None
+        if not _converts(attrs.group, attrs.resource, attrs.version, hook.version):
+            return self._patched(hook, attrs.object, response)
+        seen, _ = review_objects(hook, attrs)
+        assert seen is not None
+        patched = self._patched(hook, seen, response)
+        apply_defaults(attrs.group, hook.version, attrs.resource, patched)
+        back = _converted(patched, attrs.group, attrs.resource, hook.version, attrs.version)
+        assert back is not None
+        return back
 
     def _patched(self, hook: MatchedWebhook, obj: JSONDict, response: JSONDict) -> JSONDict:
         if response.get("patchType") != "JSONPatch":

@@ -63,6 +63,7 @@ from ._deletion import (
     should_delete_during_update,
 )
 from ._fieldmanager.schema import version_schema
+from ._flowschemas import FLOWCONTROL, level_named, with_dangling
 from ._generation import generation_rule
 from ._objects import (
     _GENERATE_NAME_ALPHABET,
@@ -128,6 +129,8 @@ class WriteRules:
         """Remove an object; removing a CRD stops serving its kinds, removing a custom
         object may end its terminating CRD's cleanup."""
         gone = self._storage.remove_locked(bucket, namespace, name, last, wake)
+        if bucket.spec.group == FLOWCONTROL:
+            self._priority_level_changed_locked(bucket, name, wake)
         if self._registry.is_crd_bucket(bucket):
             self._crd_removed_locked(gone, wake)
         else:
@@ -353,6 +356,8 @@ class WriteRules:
         out = self._storage.store_locked(bucket, "ADDED", stored, wake)
         if serving is not None:
             self._crd_serve_locked(name, serving, wake)
+        if spec.group == FLOWCONTROL and not load:
+            self._flowcontrol_written_locked(bucket, out, wake)
         return out
 
     def update_locked(
@@ -511,6 +516,8 @@ class WriteRules:
         out = self._storage.store_locked(bucket, "MODIFIED", new, wake)
         if serving is not None:
             self._crd_serve_locked(name, serving, wake)
+        if spec.group == FLOWCONTROL:
+            self._flowcontrol_written_locked(bucket, out, wake)
         return out
 
     def _allocate_service(self, service: JSONDict, existing: JSONDict | None) -> list[FieldError]:
@@ -653,6 +660,40 @@ class WriteRules:
                 "message": message,
             }
         )
+
+    # -- the APF configuration controller's FlowSchema status (see ._flowschemas)
+
+    def _flowcontrol_written_locked(
+        self, bucket: _Storage, obj: JSONDict, wake: list[anyio.Event]
+    ) -> None:
+        """After a FlowSchema is stored, its ``Dangling`` condition; after a
+        PriorityLevelConfiguration is created, that of the FlowSchemas naming it."""
+        if bucket.spec.resource == "flowschemas":
+            self._flow_schema_status_locked(bucket, obj, wake)
+        elif bucket.spec.resource == "prioritylevelconfigurations":
+            self._priority_level_changed_locked(bucket, _meta(obj)["name"], wake)
+
+    def _flow_schema_status_locked(
+        self, flow_schemas: _Storage, flow_schema: JSONDict, wake: list[anyio.Event]
+    ) -> None:
+        levels = self._storage.buckets.get((FLOWCONTROL, "prioritylevelconfigurations"))
+        exists = levels is not None and levels.lookup("", level_named(flow_schema)) is not None
+        updated = with_dangling(flow_schema, exists, format_time(self._clock()))
+        if updated is not None:
+            self._storage.store_locked(flow_schemas, "MODIFIED", updated, wake)
+
+    def _priority_level_changed_locked(
+        self, levels: _Storage, name: str, wake: list[anyio.Event]
+    ) -> None:
+        """A PriorityLevelConfiguration came or went: the FlowSchemas naming it."""
+        if levels.spec.resource != "prioritylevelconfigurations":
+            return
+        flow_schemas = self._storage.buckets.get((FLOWCONTROL, "flowschemas"))
+        if flow_schemas is None:
+            return
+        for flow_schema in builtins.list(flow_schemas.iter_sorted(None)):
+            if level_named(flow_schema) == name:
+                self._flow_schema_status_locked(flow_schemas, flow_schema, wake)
 
     # -- the CRD lifecycle: admission, serving, and the finalizer
     # (apiextensions-apiserver's finalizer controller, run inline)

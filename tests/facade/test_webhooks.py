@@ -471,3 +471,112 @@ def test_a_service_reference_goes_to_its_endpoints(webhook: Webhook) -> None:
     no_endpoints = Source(validating=[configuration("c", h)])
     with pytest.raises(ServerError, match="has no endpoints"):
         anyio.run(WebhookAdmission(no_endpoints).validate, configmap_create())
+
+
+# -- a v1beta3 PriorityLevelConfiguration: the one kind whose versions differ (_conversion)
+
+PRESERVE = "flowcontrol.k8s.io/v1beta3-preserve-zero-concurrency-shares"
+FLOWCONTROL = "flowcontrol.apiserver.k8s.io"
+
+
+def _level_create(version: str, shares: int, annotations: dict[str, str]) -> AdmissionAttributes:
+    meta: JSONDict = {"name": "lvl"}
+    if annotations:
+        meta["annotations"] = annotations
+    obj = {
+        "apiVersion": f"{FLOWCONTROL}/{version}",
+        "kind": "PriorityLevelConfiguration",
+        "metadata": meta,
+        "spec": {
+            "type": "Limited",
+            "limited": {"nominalConcurrencyShares": shares, "limitResponse": {"type": "Reject"}},
+        },
+    }
+    return AdmissionAttributes(
+        operation="CREATE",
+        group=FLOWCONTROL,
+        version=version,
+        resource="prioritylevelconfigurations",
+        kind="PriorityLevelConfiguration",
+        namespace="",
+        name="lvl",
+        object=obj,
+    )
+
+
+def _level_source(webhook: Webhook, version: str, kind: str = "Validating") -> Source:
+    rule = {
+        "operations": ["CREATE"],
+        "apiGroups": [FLOWCONTROL],
+        "apiVersions": [version],
+        "resources": ["prioritylevelconfigurations"],
+    }
+    configs = [configuration("c", _with_ca(webhook, "h", rules=[rule]), kind=kind)]
+    versions = {
+        (FLOWCONTROL, "prioritylevelconfigurations"): [
+            (FLOWCONTROL, v, "prioritylevelconfigurations", "PriorityLevelConfiguration")
+            for v in ("v1", "v1beta3")
+        ]
+    }
+    if kind == "Mutating":
+        return Source(mutating=configs, versions=versions)
+    return Source(validating=configs, versions=versions)
+
+
+@pytest.mark.parametrize(
+    ("request_version", "hook_version", "shares", "sent", "seen"),
+    [
+        # kube-apiserver 1.30 converts the object to the hook's version through its
+        # internal form (pkg/apis/flowcontrol/v1beta3/conversion.go): v1beta3 -> internal
+        # drops the annotation, internal -> v1beta3 adds it (empty) where the shares are 0.
+        ("v1", "v1beta3", 0, {}, {PRESERVE: ""}),
+        ("v1", "v1beta3", 5, {}, None),
+        ("v1beta3", "v1", 0, {PRESERVE: "true"}, None),
+        ("v1beta3", "v1beta3", 0, {PRESERVE: "true"}, {PRESERVE: ""}),
+        ("v1beta3", "v1beta3", 5, {PRESERVE: "", "a": "b"}, {"a": "b"}),
+        ("v1", "v1", 0, {"a": "b"}, {"a": "b"}),
+    ],
+)
+def test_a_priority_level_is_sent_as_its_hooks_version_shows_it(
+    webhook: Webhook,
+    request_version: str,
+    hook_version: str,
+    shares: int,
+    sent: dict[str, str],
+    seen: dict[str, str] | None,
+) -> None:
+    webhook.answer = lambda review: {"allowed": True}
+    admission = WebhookAdmission(_level_source(webhook, hook_version))
+    anyio.run(admission.validate, _level_create(request_version, shares, sent))
+    (review,) = webhook.reviews
+    obj = review["request"]["object"]
+    assert obj["apiVersion"] == f"{FLOWCONTROL}/{hook_version}"
+    assert obj["metadata"].get("annotations") == seen
+    assert obj["spec"]["limited"]["nominalConcurrencyShares"] == shares
+
+
+def test_a_mutating_hook_patches_the_priority_level_it_saw(webhook: Webhook) -> None:
+    """The patch applies to the v1beta3 object the hook received (its annotations map
+    there), the result is defaulted in v1beta3 and comes back in the request's version."""
+    patch = [{"op": "add", "path": "/metadata/annotations/team", "value": "a"}]
+
+    def answer(review: JSONDict) -> JSONDict:
+        return {
+            "allowed": True,
+            "patchType": "JSONPatch",
+            "patch": base64.b64encode(json.dumps(patch).encode()).decode(),
+        }
+
+    webhook.answer = answer
+    admission = WebhookAdmission(_level_source(webhook, "v1beta3", kind="Mutating"))
+    outcome = anyio.run(admission.mutate, _level_create("v1", 0, {}))
+    assert outcome.object is not None
+    assert outcome.object["apiVersion"] == f"{FLOWCONTROL}/v1"
+    assert outcome.object["metadata"]["annotations"] == {"team": "a"}
+    assert outcome.object["spec"]["limited"]["nominalConcurrencyShares"] == 0
+    # A hook that drops the annotation of a 0 leaves shares v1beta3 defaults to 30.
+    patch[:] = [{"op": "remove", "path": f"/metadata/annotations/{PRESERVE.replace('/', '~1')}"}]
+    outcome = anyio.run(admission.mutate, _level_create("v1", 0, {}))
+    assert outcome.object is not None
+    assert outcome.object["spec"]["limited"]["nominalConcurrencyShares"] == 30
+    assert not outcome.object["metadata"].get("annotations")
