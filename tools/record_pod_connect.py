@@ -193,8 +193,11 @@ def exchanges(ns: str) -> list[dict[str, Any]]:
     add("log: limitBytes zero", "GET", f"{p}/one/log?limitBytes=0")
     add("log: limitBytes negative", "GET", f"{p}/one/log?limitBytes=-5")
     add("log: sinceTime not a time", "GET", f"{p}/one/log?sinceTime=bad")
-    add("log: sinceTime and sinceSeconds", "GET",
-        f"{p}/one/log?sinceSeconds=1&sinceTime=2020-01-01T00:00:00Z")
+    add(
+        "log: sinceTime and sinceSeconds",
+        "GET",
+        f"{p}/one/log?sinceSeconds=1&sinceTime=2020-01-01T00:00:00Z",
+    )
     add("log: two invalid values", "GET", f"{p}/one/log?sinceSeconds=-1&tailLines=-1")
     add("log: previous not a bool", "GET", f"{p}/one/log?previous=x")
     add("log: previous=false", "GET", f"{p}/one/log?previous=false")
@@ -205,11 +208,13 @@ def exchanges(ns: str) -> list[dict[str, Any]]:
     add("log: bound to a node that does not exist", "GET", f"{p}/ghost/log")
     add("log: node without addresses", "GET", f"{p}/noaddr/log")
     add("log: kubelet refuses", "GET", f"{p}/bound/log")
-    add("log: kubelet refuses, every option", "GET",
+    add(
+        "log: kubelet refuses, every option",
+        "GET",
         f"{p}/bound/log?follow=true&previous=true&timestamps=true&sinceSeconds=10&tailLines=5"
-        "&limitBytes=100")
-    add("log: kubelet refuses, sinceTime", "GET",
-        f"{p}/bound/log?sinceTime=2020-01-01T00:00:00Z")
+        "&limitBytes=100",
+    )
+    add("log: kubelet refuses, sinceTime", "GET", f"{p}/bound/log?sinceTime=2020-01-01T00:00:00Z")
     add("log: kubelet refuses, container named", "GET", f"{p}/bound2/log?container=b")
     add("log: kubelet refuses, two containers unnamed", "GET", f"{p}/bound2/log")
     add("log: node with ExternalIP then InternalIP", "GET", f"{p}/ext/log")
@@ -218,25 +223,58 @@ def exchanges(ns: str) -> list[dict[str, Any]]:
         add(f"{verb}: no such pod", "POST", f"{p}/nothere/{verb}?command=ls&stdout=true")
         add(f"{verb}: unscheduled pod, GET", "GET", f"{p}/one/{verb}?command=ls&stdout=true")
         add(f"{verb}: unscheduled pod", "POST", f"{p}/one/{verb}?command=ls&stdout=true")
-        add(f"{verb}: unscheduled pod, upgrade", "POST", f"{p}/one/{verb}?command=ls&stdout=true",
-            SPDY_UPGRADE)
-        add(f"{verb}: two containers, none named", "POST",
-            f"{p}/two/{verb}?command=ls&stdout=true", SPDY_UPGRADE)
-        add(f"{verb}: unknown container", "POST",
-            f"{p}/one/{verb}?command=ls&stdout=true&container=zz", SPDY_UPGRADE)
-        add(f"{verb}: node does not exist", "POST", f"{p}/ghost/{verb}?command=ls&stdout=true",
-            SPDY_UPGRADE)
-        add(f"{verb}: node without addresses", "POST",
-            f"{p}/noaddr/{verb}?command=ls&stdout=true", SPDY_UPGRADE)
+        add(
+            f"{verb}: unscheduled pod, upgrade",
+            "POST",
+            f"{p}/one/{verb}?command=ls&stdout=true",
+            SPDY_UPGRADE,
+        )
+        add(
+            f"{verb}: two containers, none named",
+            "POST",
+            f"{p}/two/{verb}?command=ls&stdout=true",
+            SPDY_UPGRADE,
+        )
+        add(
+            f"{verb}: unknown container",
+            "POST",
+            f"{p}/one/{verb}?command=ls&stdout=true&container=zz",
+            SPDY_UPGRADE,
+        )
+        add(
+            f"{verb}: node does not exist",
+            "POST",
+            f"{p}/ghost/{verb}?command=ls&stdout=true",
+            SPDY_UPGRADE,
+        )
+        add(
+            f"{verb}: node without addresses",
+            "POST",
+            f"{p}/noaddr/{verb}?command=ls&stdout=true",
+            SPDY_UPGRADE,
+        )
         add(f"{verb}: bound, no upgrade", "POST", f"{p}/bound/{verb}?command=ls&stdout=true")
-        add(f"{verb}: bound, GET without upgrade", "GET",
-            f"{p}/bound/{verb}?command=ls&stdout=true")
-        add(f"{verb}: kubelet refuses", "POST", f"{p}/bound/{verb}?command=ls&stdout=true",
-            SPDY_UPGRADE)
-        add(f"{verb}: kubelet refuses, no streams", "POST",
-            f"{p}/bound/{verb}?command=ls&stdout=false&stderr=false", SPDY_UPGRADE)
-        add(f"{verb}: stdout not a bool", "POST", f"{p}/bound/{verb}?command=ls&stdout=maybe",
-            SPDY_UPGRADE)
+        add(
+            f"{verb}: bound, GET without upgrade", "GET", f"{p}/bound/{verb}?command=ls&stdout=true"
+        )
+        add(
+            f"{verb}: kubelet refuses",
+            "POST",
+            f"{p}/bound/{verb}?command=ls&stdout=true",
+            SPDY_UPGRADE,
+        )
+        add(
+            f"{verb}: kubelet refuses, no streams",
+            "POST",
+            f"{p}/bound/{verb}?command=ls&stdout=false&stderr=false",
+            SPDY_UPGRADE,
+        )
+        add(
+            f"{verb}: stdout not a bool",
+            "POST",
+            f"{p}/bound/{verb}?command=ls&stdout=maybe",
+            SPDY_UPGRADE,
+        )
         add(f"{verb}: PUT", "PUT", f"{p}/one/{verb}")
         add(f"{verb}: DELETE", "DELETE", f"{p}/one/{verb}")
     add("exec: no command, kubelet refuses", "POST", f"{p}/bound/exec?stdout=true", SPDY_UPGRADE)
@@ -245,16 +283,27 @@ def exchanges(ns: str) -> list[dict[str, Any]]:
     add("portforward: no such pod", "POST", f"{p}/nothere/portforward")
     add("portforward: unscheduled pod", "POST", f"{p}/one/portforward", PORTFORWARD_UPGRADE)
     add("portforward: unscheduled pod, GET", "GET", f"{p}/one/portforward")
-    add("portforward: two containers: no container asked", "POST", f"{p}/two/portforward",
-        PORTFORWARD_UPGRADE)
-    add("portforward: ports not numbers", "POST", f"{p}/bound/portforward?ports=abc",
-        PORTFORWARD_UPGRADE)
+    add(
+        "portforward: two containers: no container asked",
+        "POST",
+        f"{p}/two/portforward",
+        PORTFORWARD_UPGRADE,
+    )
+    add(
+        "portforward: ports not numbers",
+        "POST",
+        f"{p}/bound/portforward?ports=abc",
+        PORTFORWARD_UPGRADE,
+    )
     add("portforward: port zero", "POST", f"{p}/bound/portforward?ports=0", PORTFORWARD_UPGRADE)
-    add("portforward: node does not exist", "POST", f"{p}/ghost/portforward",
-        PORTFORWARD_UPGRADE)
+    add("portforward: node does not exist", "POST", f"{p}/ghost/portforward", PORTFORWARD_UPGRADE)
     add("portforward: bound, no upgrade", "POST", f"{p}/bound/portforward?ports=80")
-    add("portforward: kubelet refuses", "POST", f"{p}/bound/portforward?ports=80",
-        PORTFORWARD_UPGRADE)
+    add(
+        "portforward: kubelet refuses",
+        "POST",
+        f"{p}/bound/portforward?ports=80",
+        PORTFORWARD_UPGRADE,
+    )
     add("portforward: PUT", "PUT", f"{p}/one/portforward")
     # pods/proxy
     add("pods/proxy: no such pod", "GET", f"{p}/nothere/proxy")
@@ -276,20 +325,40 @@ def exchanges(ns: str) -> list[dict[str, Any]]:
     add("nodes/proxy: bad name", "GET", "/api/v1/nodes/a:b:c:d/proxy/")
     # services/proxy
     add("services/proxy: no such service", "GET", f"/api/v1/namespaces/{ns}/services/nosvc/proxy/")
-    add("services/proxy: no Endpoints object", "GET", f"/api/v1/namespaces/{ns}/services/svc/proxy/")
-    add("services/proxy: Endpoints without subsets", "GET",
-        f"/api/v1/namespaces/{ns}/services/empty/proxy/")
-    add("services/proxy: port named not served", "GET",
-        f"/api/v1/namespaces/{ns}/services/svc:9999/proxy/")
-    add("services/proxy: numeric port of the service, no endpoints", "GET",
-        f"/api/v1/namespaces/{ns}/services/svc:80/proxy/")
+    add(
+        "services/proxy: no Endpoints object", "GET", f"/api/v1/namespaces/{ns}/services/svc/proxy/"
+    )
+    add(
+        "services/proxy: Endpoints without subsets",
+        "GET",
+        f"/api/v1/namespaces/{ns}/services/empty/proxy/",
+    )
+    add(
+        "services/proxy: port named not served",
+        "GET",
+        f"/api/v1/namespaces/{ns}/services/svc:9999/proxy/",
+    )
+    add(
+        "services/proxy: numeric port of the service, no endpoints",
+        "GET",
+        f"/api/v1/namespaces/{ns}/services/svc:80/proxy/",
+    )
     add("services/proxy: POST", "POST", f"/api/v1/namespaces/{ns}/services/empty/proxy/")
-    add("services/proxy: the endpoint refuses", "GET",
-        f"/api/v1/namespaces/{ns}/services/svc2/proxy/x")
-    add("services/proxy: the endpoint refuses, service port named by number", "GET",
-        f"/api/v1/namespaces/{ns}/services/svc2:80/proxy/")
-    add("services/proxy: an address without targetRef", "GET",
-        f"/api/v1/namespaces/{ns}/services/noref/proxy/")
+    add(
+        "services/proxy: the endpoint refuses",
+        "GET",
+        f"/api/v1/namespaces/{ns}/services/svc2/proxy/x",
+    )
+    add(
+        "services/proxy: the endpoint refuses, service port named by number",
+        "GET",
+        f"/api/v1/namespaces/{ns}/services/svc2:80/proxy/",
+    )
+    add(
+        "services/proxy: an address without targetRef",
+        "GET",
+        f"/api/v1/namespaces/{ns}/services/noref/proxy/",
+    )
     add("services/proxy: bad name", "GET", f"/api/v1/namespaces/{ns}/services/a:b:c:d/proxy/")
     # discovery
     add("discovery", "GET", "/api/v1")
@@ -380,8 +449,7 @@ def main() -> None:
             + time.strftime("%Y-%m-%d")
             + ", no scheduler, no kubelet: the Nodes' kubelet address is 127.0.0.1 and a "
             "closed local port; a Pod's and an Endpoints' address this machine's "
-            "non-loopback one, with another closed port. kubectl runs with "
-            + kubectl_version
+            "non-loopback one, with another closed port. kubectl runs with " + kubectl_version
         ),
         "namespace": ns,
         "kubelet_port": kubelet_port,
