@@ -28,6 +28,7 @@ recorded requests meets them):
 
 from __future__ import annotations
 
+import functools
 import http.client
 import json
 import os
@@ -175,6 +176,7 @@ def kubeconfig(server: KubeAPIServer, tmp_path: Path) -> Path:
     return path
 
 
+@functools.cache
 def kubectl_version() -> str:
     assert KUBECTL is not None
     done = subprocess.run(
