@@ -140,6 +140,8 @@ def setup_objects(ns: str, kubelet_port: int, pod_port: int, pod_ip: str) -> lis
          "body": pod("noaddr", ["c"], nodeName=f"{node}-noaddr")},
         {"path": f"/api/v1/namespaces/{ns}/pods",
          "body": pod("ext", ["c"], nodeName=f"{node}-ext")},
+        {"path": f"/api/v1/namespaces/{ns}/pods", "body": pod("running", ["c"], nodeName=node),
+         "status": {"phase": "Running"}},
         {"path": f"/api/v1/namespaces/{ns}/services",
          "body": {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "svc"},
                   "spec": {"ports": [{"port": 80}]}}},
@@ -385,6 +387,15 @@ def kubectl_runs(ns: str) -> list[dict[str, Any]]:
         ("port-forward, unscheduled pod", ["port-forward", "one", "18080:80", *n]),
         ("cp, unscheduled pod", ["cp", f"{ns}/one:/etc/hosts", "/tmp/streamsubres-cp-out"]),
         ("get --raw log", ["get", "--raw", f"/api/v1/namespaces/{ns}/pods/two/log"]),
+        ("logs, Running pod, kubelet refuses", ["logs", "running", "--tail=3", *n]),
+        ("exec, Running pod, kubelet refuses", ["exec", "running", *n, "--", "ls"]),
+        ("attach, Running pod, kubelet refuses", ["attach", "running", *n]),
+        ("port-forward, Running pod, kubelet refuses", ["port-forward", "running", "18081:80", *n]),
+        (
+            "cp, Running pod, kubelet refuses",
+            ["cp", f"{ns}/running:/etc/hosts", "/tmp/streamsubres-cp-out"],
+        ),
+        ("proxy get --raw, node", ["get", "--raw", f"/api/v1/nodes/{ns}-node/proxy/pods"]),
     ]
     return [{"note": note, "args": args} for note, args in runs]
 
