@@ -195,6 +195,23 @@ def exchanges(ns: str) -> list[dict[str, Any]]:
     add("log: limitBytes zero", "GET", f"{p}/one/log?limitBytes=0")
     add("log: limitBytes negative", "GET", f"{p}/one/log?limitBytes=-5")
     add("log: sinceTime not a time", "GET", f"{p}/one/log?sinceTime=bad")
+    for bad in (
+        "2020-13-01T00:00:00Z",
+        "2020-01-32T00:00:00Z",
+        "2020-02-30T00:00:00Z",
+        "2020-01-01",
+        "2020-01-01T25:00:00Z",
+        "2020-01-01T00:00:00",
+        "2020-01-01T00:00:00Zjunk",
+        "2020-01-01T00:61:00Z",
+        "2020/01/01",
+    ):
+        add(f"log: sinceTime {bad}", "GET", f"{p}/one/log?sinceTime={bad}")
+    add(
+        "log: sinceTime with a fraction and an offset",
+        "GET",
+        f"{p}/bound/log?sinceTime=2020-01-01T00:00:00.5%2B01:00",
+    )
     add(
         "log: sinceTime and sinceSeconds",
         "GET",
@@ -207,6 +224,10 @@ def exchanges(ns: str) -> list[dict[str, Any]]:
     add("log: invalid and bad container", "GET", f"{p}/two/log?container=zz&tailLines=-1")
     add("log: POST", "POST", f"{p}/one/log")
     add("log: DELETE", "DELETE", f"{p}/one/log")
+    add("log: HEAD", "HEAD", f"{p}/one/log")
+    add("log: OPTIONS", "OPTIONS", f"{p}/one/log")
+    add("exec: HEAD", "HEAD", f"{p}/one/exec?command=ls")
+    add("portforward: OPTIONS", "OPTIONS", f"{p}/one/portforward")
     add("log: bound to a node that does not exist", "GET", f"{p}/ghost/log")
     add("log: node without addresses", "GET", f"{p}/noaddr/log")
     add("log: kubelet refuses", "GET", f"{p}/bound/log")

@@ -122,7 +122,7 @@ def test_every_recorded_request_is_answered_as_the_real_server_answered(
         else:
             assert answer == expected, note
         checked += 1
-    assert checked == len(RECORDING["exchanges"]) == 101
+    assert checked == len(RECORDING["exchanges"]) == 115
 
 
 def test_an_unscheduled_pods_log_is_a_204_without_a_body_or_a_content_type(

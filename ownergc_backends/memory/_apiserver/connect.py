@@ -11,7 +11,8 @@ same 400 for a container name it cannot pick or a Pod without a node, the same
 500 for a node without an address — and where kube-apiserver would dial, as it
 answers when the dial is refused: a 500 without a reason naming the address it
 would dial (the Node's preferred address and kubelet port, the Pod's IP, the
-endpoint's), ``connect: connection refused``. serve never dials it. A Pod not
+endpoint's), ``connect: connection refused``. serve never dials it (nor resolves a
+Node's ``Hostname`` address: a real server's lookup may fail first). A Pod not
 yet on a node has no logs yet: its ``/log`` is a 204 with no body.
 
 Recorded from a real kube-apiserver in tests/data/real-apiserver-1.20/pod-connect.json
@@ -62,7 +63,7 @@ _ADDRESS_TYPES: Final = ("Hostname", "InternalDNS", "InternalIP", "ExternalDNS",
 _KUBELET_PORT: Final = 10250
 #: The methods each connect subresource takes (others: 405).
 _METHODS: Final[dict[str, frozenset[str]]] = {
-    "log": frozenset({"GET", "HEAD"}),
+    "log": frozenset({"GET"}),
     "exec": frozenset({"GET", "POST"}),
     "attach": frozenset({"GET", "POST"}),
     "portforward": frozenset({"GET", "POST"}),
@@ -197,6 +198,14 @@ _RFC3339: Final = (
     ("Z07:00", r"Z|[+-][0-9]{2}:[0-9]{2}"),
 )
 _RFC3339_LAYOUT: Final = "2006-01-02T15:04:05Z07:00"
+#: The layout elements Go checks the range of: (what the error names, lowest, highest).
+_RANGES: Final = {
+    "01": ("month", 1, 12),
+    "02": ("day", 1, 31),
+    "15": ("hour", 0, 23),
+    "04": ("minute", 0, 59),
+    "05": ("second", 0, 59),
+}
 
 
 def _since_time(query: Mapping[str, Sequence[str]]) -> datetime.datetime | None:
@@ -211,6 +220,9 @@ def _since_time(query: Mapping[str, Sequence[str]]) -> datetime.datetime | None:
             f"parsing time {_go_quote(value)} as {_go_quote(_RFC3339_LAYOUT)}: {detail}"
         )
 
+    def after_value(what: str) -> _Answer:
+        return _bad_request(f"parsing time {_go_quote(value)}: {what}")
+
     fields: list[str] = []
     for layout, pattern in _RFC3339:
         match = re.match(pattern, rest)
@@ -218,20 +230,16 @@ def _since_time(query: Mapping[str, Sequence[str]]) -> datetime.datetime | None:
             raise fail(f"cannot parse {_go_quote(rest)} as {_go_quote(layout)}")
         fields.append(match.group())
         rest = rest[match.end() :]
+        # A number out of its range fails as soon as it is read, as Go's time.Parse does.
+        limits = _RANGES.get(layout)
+        if limits is not None and not limits[1] <= int(fields[-1][:2]) <= limits[2]:
+            raise after_value(f"{limits[0]} out of range")
     if rest:
-        raise fail(f"extra text: {_go_quote(rest)}")
+        raise after_value(f"extra text: {_go_quote(rest)}")
     year, month, day, hour, minute = (int(fields[i]) for i in (0, 2, 4, 6, 8))
     second_text = fields[10].replace(",", ".")
     second = int(second_text[:2])
     micro = int((second_text[3:] + "000000")[:6]) if len(second_text) > 2 else 0
-    for name, number, low, high in (
-        ("month", month, 1, 12),
-        ("hour", hour, 0, 23),
-        ("minute", minute, 0, 59),
-        ("second", second, 0, 59),
-    ):
-        if not low <= number <= high:
-            raise fail(f"{name} out of range")
     zone = fields[11]
     offset = datetime.timedelta(0)
     if zone != "Z":
@@ -243,7 +251,7 @@ def _since_time(query: Mapping[str, Sequence[str]]) -> datetime.datetime | None:
             year, month, day, hour, minute, second, micro, tzinfo=datetime.timezone(offset)
         )
     except ValueError:
-        raise fail("day out of range") from None
+        raise after_value("day out of range") from None
 
 
 # ----------------------------------------------------------------------- the handler
