@@ -22,8 +22,10 @@ recorded requests meets them):
   before the kubelet is dialled, and a kubelet that cannot be reached is reported
   in the stream's error channel as an InternalError; serve answers it before the
   upgrade, as 1.20 (and 1.30 for SPDY) does: kubectl falls back to SPDY and prints
-  the 1.20 message (kubernetes staging/src/k8s.io/apiserver/pkg/util/proxy/
-  streamtranslator.go, found with the search tool's code corpus).
+  the 1.20 message. Not followed: serve has no WebSocket server, and 1.30's exact
+  error-channel message was not recorded (kubernetes staging/src/k8s.io/apiserver/
+  pkg/util/proxy/streamtranslator.go; the gate's 1.30 default in the feature
+  table, both read from kubernetes/kubernetes through the search tools).
 """
 
 from __future__ import annotations
