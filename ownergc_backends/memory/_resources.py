@@ -360,6 +360,22 @@ BUILTIN_RESOURCES: tuple[ResourceSpec, ...] = (
 )
 BUILTIN_RESOURCES = tuple(_with_status(spec) for spec in BUILTIN_RESOURCES)
 
+#: The connect subresources of the core group (served by _apiserver/connect.py: serve
+#: runs no kubelet, and answers them as kube-apiserver does when it cannot reach one).
+_CONNECT: Mapping[str, frozenset[str]] = {
+    "pods": frozenset({"log", "exec", "attach", "portforward", "proxy"}),
+    "nodes": frozenset({"proxy"}),
+    "services": frozenset({"proxy"}),
+}
+
+
+def _with_connect(spec: ResourceSpec) -> ResourceSpec:
+    extra = _CONNECT.get(spec.resource) if not spec.group else None
+    return dataclasses.replace(spec, subresources=spec.subresources | extra) if extra else spec
+
+
+BUILTIN_RESOURCES = tuple(_with_connect(spec) for spec in BUILTIN_RESOURCES)
+
 
 #: Group versions of serve's kinds that kube-apiserver stopped serving by v1.30, by
 #: (apiVersion, kind): (the release that stopped serving it, the apiVersion to use),

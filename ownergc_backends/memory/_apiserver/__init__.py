@@ -13,7 +13,8 @@
               router.ResourceResolver      the resource in the registry (404s)
               faults.RequestGate           a store wrapper's scripted faults
               router.RESTDispatcher        the verb's handler:
-                rest.*Handler, watch.WatchHandler, scale.ScaleHandler
+                rest.*Handler, watch.WatchHandler, scale.ScaleHandler,
+                connect.ConnectHandler (pods/log, exec, ..., the proxies)
                   writes: dryrun.DryRunPolicy, admission.AdmissionChain,
                           fieldmanager.FieldManager, rest.WriteHooks
       <- watch.WatchStreamer             a watch reply, streamed on the connection

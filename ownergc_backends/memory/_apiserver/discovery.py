@@ -10,6 +10,7 @@ from ownergc.protocols import APIResource, JSONDict
 
 from .._negotiation import _json_response, _Response
 from ..store import InMemoryStore
+from .connect import CONNECT_DISCOVERY
 from .context import no_route
 
 __all__ = ["Discovery"]
@@ -200,4 +201,7 @@ def _subresource_entry(resource: APIResource, sub: str) -> JSONDict:
         )
     elif sub == "eviction":
         entry.update(group="policy", version="v1", kind="Eviction", verbs=["create"])
+    connect = None if resource.group else CONNECT_DISCOVERY.get((resource.resource, sub))
+    if connect is not None:
+        entry.update(kind=connect[0], verbs=list(connect[1]))
     return entry

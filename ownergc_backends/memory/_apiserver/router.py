@@ -19,6 +19,7 @@ from .._negotiation import _HTTPError, _json_response, _Response, negotiate, que
 from .._printing import SERVER_VERSION
 from .._reviews import is_review
 from ..store import InMemoryStore
+from .connect import CONNECT_SUBRESOURCES
 from .context import Reply, RequestContext, ResourceRoute, no_route
 from .discovery import Discovery
 from .faults import RequestGate
@@ -45,6 +46,8 @@ _HEALTH_CHECKS: dict[str, tuple[str, ...]] = {
 }
 _TEXT = [("Content-Type", "text/plain; charset=utf-8"), ("X-Content-Type-Options", "nosniff")]
 _SUBRESOURCES = ("status", "scale", "token", "eviction")
+#: With the connect subresources: pods/log, exec, ..., the proxies (connect.py).
+_SERVED_SUBRESOURCES = frozenset(_SUBRESOURCES).union(CONNECT_SUBRESOURCES)
 
 
 class NonResourceRoutes:
@@ -103,7 +106,8 @@ class ResourceResolver:
     def resolve(self, info: RequestInfo) -> ResourceRoute:
         rest = info.resource_parts
         sub = info.subresource
-        if len(rest) > 3 or (sub is not None and sub not in _SUBRESOURCES):
+        proxied = sub == "proxy"  # (/proxy/any/path/below)
+        if (len(rest) > 3 and not proxied) or (sub is not None and sub not in _SERVED_SUBRESOURCES):
             raise NotFound(
                 f"subresource {rest[2]!r} is not served by this server (path {info.path})",
                 reason="NotFound",
@@ -174,10 +178,16 @@ class RESTDispatcher:
     review: RESTHandler | None = None
     token: RESTHandler | None = None
     eviction: RESTHandler | None = None
+    #: The connect subresources (``pods/log``, ``exec``, …, the proxies): connect.py.
+    connect: RESTHandler | None = None
 
     def handler_for(self, ctx: RequestContext, route: ResourceRoute) -> RESTHandler:
         method = ctx.request.method
         read = method in ("GET", "HEAD")
+        if route.subresource in CONNECT_SUBRESOURCES:
+            if self.connect is None:
+                raise no_route()
+            return self.connect
         if route.subresource in ("token", "eviction"):
             handler = self.token if route.subresource == "token" else self.eviction
             if handler is None:
