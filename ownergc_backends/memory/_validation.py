@@ -68,6 +68,7 @@ class FieldError:
             "FieldValueForbidden": "Forbidden",
             "FieldValueNotSupported": "Unsupported value",
             "FieldValueDuplicate": "Duplicate value",
+            "FieldValueNotFound": "Not found",
         }.get(self.reason, self.reason)
         if self.reason in ("FieldValueInvalid", "FieldValueNotSupported"):
             return f"{self.field}: {label}: {_shown(self.value)}: {self.detail}"

@@ -47,6 +47,7 @@ from anyio.abc import SocketAttribute
 from ownergc.protocols import APIResource, JSONDict
 
 from ._apiserver.admission import AdmissionChain
+from ._apiserver.binding import BindingHandler
 from ._apiserver.context import Handler
 from ._apiserver.discovery import Discovery
 from ._apiserver.dryrun import AcceptDryRun, DryRunPolicy
@@ -205,6 +206,7 @@ class KubeAPIServer:
                 review=ReviewHandler(),
                 token=TokenRequestHandler(self.store),
                 eviction=EvictionHandler(self.store, writes.dry_run),
+                binding=BindingHandler(self.store, writes),
             ),
             validation,
         )

@@ -184,7 +184,8 @@ class Discovery:
 
 
 def _subresource_entry(resource: APIResource, sub: str) -> JSONDict:
-    """A subresource's discovery entry; scale and token are other kinds of other groups."""
+    """A subresource's discovery entry; scale, token and eviction are other kinds of other
+    groups, binding another kind of the core group."""
     entry: JSONDict = {
         "name": f"{resource.resource}/{sub}",
         "singularName": "",
@@ -200,4 +201,8 @@ def _subresource_entry(resource: APIResource, sub: str) -> JSONDict:
         )
     elif sub == "eviction":
         entry.update(group="policy", version="v1", kind="Eviction", verbs=["create"])
+    elif sub == "binding":
+        entry.update(kind="Binding", verbs=["create"])
+    elif sub == "finalize":
+        entry.update(verbs=["update"])
     return entry

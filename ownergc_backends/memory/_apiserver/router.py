@@ -44,7 +44,18 @@ _HEALTH_CHECKS: dict[str, tuple[str, ...]] = {
     "readyz": ("ping", "log", "etcd", "etcd-readiness", "informer-sync", "shutdown"),
 }
 _TEXT = [("Content-Type", "text/plain; charset=utf-8"), ("X-Content-Type-Options", "nosniff")]
-_SUBRESOURCES = ("status", "scale", "token", "eviction")
+_SUBRESOURCES = (
+    "status",
+    "scale",
+    "token",
+    "eviction",
+    "binding",
+    "ephemeralcontainers",
+    "finalize",
+)
+#: Subresources that take one method only (a create, or ``namespaces/finalize``'s PUT);
+#: any other is a 405 worded as kube-apiserver words it there.
+_ONE_METHOD = {"eviction": "POST", "binding": "POST", "finalize": "PUT"}
 
 
 class NonResourceRoutes:
@@ -137,7 +148,8 @@ def _not_allowed(method: str) -> MethodNotAllowed:
 
 
 async def _create_only(ctx: RequestContext, route: ResourceRoute) -> Reply:
-    """Another method than POST on a create-only subresource (``pods/eviction``)."""
+    """Another method than the one a subresource takes (POST on ``pods/eviction`` and
+    ``pods/binding``, PUT on ``namespaces/finalize``), or than POST on ``bindings``."""
     return _json_response(
         405,
         {
@@ -159,7 +171,8 @@ class RESTDispatcher:
 
     ``review`` answers the POSTs of the review kinds (never stored) and
     ``token`` the ``serviceaccounts/token`` subresource, ``eviction``
-    ``pods/eviction``; without them those routes are 405s and 404s.
+    ``pods/eviction``, ``binding`` ``pods/binding`` and ``bindings``; without them
+    those routes are 405s and 404s.
     """
 
     get: RESTHandler
@@ -174,19 +187,30 @@ class RESTDispatcher:
     review: RESTHandler | None = None
     token: RESTHandler | None = None
     eviction: RESTHandler | None = None
+    binding: RESTHandler | None = None
 
     def handler_for(self, ctx: RequestContext, route: ResourceRoute) -> RESTHandler:
         method = ctx.request.method
         read = method in ("GET", "HEAD")
-        if route.subresource in ("token", "eviction"):
-            handler = self.token if route.subresource == "token" else self.eviction
+        if route.subresource in ("token", "eviction", "binding"):
+            handler = {"token": self.token, "eviction": self.eviction}.get(
+                route.subresource, self.binding
+            )
             if handler is None:
                 raise no_route()
             if method != "POST":
-                if route.subresource == "eviction":
+                if route.subresource in _ONE_METHOD:
                     return _create_only  # (worded as kube-apiserver words it there)
                 raise _not_allowed(method)
             return handler
+        if route.subresource == "finalize" and method != "PUT":
+            return _create_only
+        if route.subresource is None and _is_bindings(route):
+            if self.binding is None:
+                raise no_route()
+            if method != "POST" or route.name is not None:
+                return _create_only
+            return self.binding
         if route.subresource is not None and method not in ("GET", "HEAD", "PUT", "PATCH"):
             raise _not_allowed(method)
         if route.subresource == "scale":
@@ -212,6 +236,11 @@ class RESTDispatcher:
             if method == "DELETE":
                 return self.delete
         raise _not_allowed(method)
+
+
+def _is_bindings(route: ResourceRoute) -> bool:
+    """The core group's ``bindings`` (create only: a Pod's binding, never stored)."""
+    return route.resource.group == "" and route.resource.resource == "bindings"
 
 
 class Router:
@@ -270,6 +299,8 @@ class Router:
             self.fields is not None
             and route.subresource is None
             and handler is not self.rest.review
+            and handler is not self.rest.binding
+            and handler is not _create_only
         ):
             # Unknown-field warnings join the request's warnings, sent as Warning headers
             # with admission's (responses.warning_headers).
