@@ -5,8 +5,9 @@ pod-subresources.json).
 Run against a throwaway server (no kube-controller-manager needed):
 ``python scripts/record_pod_subresources.py https://127.0.0.1:16443 TOKEN > out.json``.
 It creates namespaces ``podsubres-rec`` and ``podsubres-fin`` and leaves nothing behind.
-Answers are kept whole; uids, timestamps, resourceVersions and managedFields are
-replaced by placeholders (tests compare what does not vary between servers).
+Requests and answers are kept whole; uids, timestamps, resourceVersions and
+managedFields are replaced by placeholders (tests compare what does not vary between
+servers, and send their own server's values).
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ class Recorder:
         entry: dict[str, Any] = {"note": note, "method": method, "path": path}
         if body is not None:
             entry["contentType"] = ctype
-        entry.update(body=body, status=status, answer=scrub(answer))
+        entry.update(body=scrub(body), status=status, answer=scrub(answer))
         self.exchanges.append(entry)
         return answer
 
@@ -237,7 +238,7 @@ def main() -> None:
             "recorded": "kube-apiserver v1.20.2 (this machine's /work/k8sbuild), by "
             "scripts/record_pod_subresources.py; no kube-controller-manager running, so "
             "nothing else writes the namespaces or pods. uids, timestamps, "
-            "resourceVersions and managedFields replaced by placeholders.",
+            "resourceVersions and managedFields replaced by placeholders, in requests too.",
             "exchanges": r.exchanges,
         },
         sys.stdout,

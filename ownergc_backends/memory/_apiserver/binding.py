@@ -124,19 +124,27 @@ class BindingHandler:
 def _refusal(pod: JSONDict, name: str, uid: Any, rv: Any) -> Conflict | None:
     meta = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
+    # A failed precondition is etcd storage's error, passed on as a Conflict.
+    key = f"/registry/pods/{meta.get('namespace')}/{name}"
     if uid is not None and uid != meta.get("uid"):
         return _conflict(
             "pods",
             name,
-            f"Precondition failed: UID in precondition: {uid}, UID in object meta: "
-            f"{meta.get('uid')}",
+            _storage_error(
+                key,
+                f"Precondition failed: UID in precondition: {uid}, UID in object meta: "
+                f"{meta.get('uid')}",
+            ),
         )
     if rv is not None and rv != meta.get("resourceVersion"):
         return _conflict(
             "pods",
             name,
-            f"Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion "
-            f"in object meta: {meta.get('resourceVersion')}",
+            _storage_error(
+                key,
+                f"Precondition failed: ResourceVersion in precondition: {rv}, "
+                f"ResourceVersion in object meta: {meta.get('resourceVersion')}",
+            ),
         )
     if meta.get("deletionTimestamp"):
         return _conflict(
@@ -149,6 +157,13 @@ def _refusal(pod: JSONDict, name: str, uid: Any, rv: Any) -> Conflict | None:
     if spec.get("schedulingGates"):
         return _conflict("pods/binding", name, f"pod {name} has non-empty .spec.schedulingGates")
     return None
+
+
+def _storage_error(key: str, message: str) -> str:
+    return (
+        f"StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, "
+        f"AdditionalErrorMsg: {message}"
+    )
 
 
 def _conflict(resource: str, name: str, why: str) -> Conflict:
