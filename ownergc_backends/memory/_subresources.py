@@ -135,10 +135,10 @@ def subresource_update(
         new = {k: v for k, v in body.items() if k != "status"}
         if "status" in existing:
             new["status"] = existing["status"]
-        spec = new.get("spec")
-        if isinstance(spec, dict) and spec.get("finalizers") in ([], None):
+        sent_spec = new.get("spec")
+        if isinstance(sent_spec, dict) and sent_spec.get("finalizers") in ([], None):
             # (an empty list is left out, as Go encodes it)
-            new["spec"] = {k: v for k, v in spec.items() if k != "finalizers"}
+            new["spec"] = {k: v for k, v in sent_spec.items() if k != "finalizers"}
         return new
     return None
 
