@@ -383,6 +383,8 @@ class WriteRules:
             # a rendered copy of the stored object)
             apply_defaults(spec.group, written, spec.resource, body)
         to_storage(spec.group, spec.resource, version or stored_version, body)
+        if subresource is not None:
+            check_type(bucket, body)  # (before the stored object's kind stands in for it)
         split = (
             subresource_update(spec.group, spec.resource, existing, body, subresource)
             if subresource is not None

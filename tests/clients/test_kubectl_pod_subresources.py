@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.cli_helpers import Kubectl, Served, wait_for
-from tests.clients.conftest import kubectl_137_binary
+from tests.clients.conftest import kubectl_120_binary, kubectl_137_binary
 
 
 @pytest.fixture
@@ -115,3 +115,20 @@ def test_a_namespace_goes_when_its_last_spec_finalizer_goes(kubectl137: Kubectl)
     assert kubectl.json("get", "namespace", "extra")["status"]["phase"] == "Terminating"
     _finalize(kubectl, "extra", [])
     assert not kubectl.exists("namespace", "extra")
+
+
+def test_kubectl_1_20_debug_is_refused_as_by_a_1_30_server(served: Served, tmp_path: Path) -> None:
+    """kubectl 1.20 PUTs the EphemeralContainers kind the alpha API took; 1.22 made the
+    subresource take the Pod (KEP-277, "Kubernetes API Changes"), so a 1.30 server
+    refuses it with a 400, and kubectl says so (no panic, nothing added)."""
+    binary = kubectl_120_binary()
+    if binary is None:
+        pytest.skip("no kubectl 1.20 (OWNERGC_KUBECTL)")
+    kubectl = Kubectl(binary, served.kubeconfig, tmp_path)
+    kubectl.run("run", "web", "--image=nginx")
+    result = kubectl.run("debug", "web", "--image=busybox", check=False)
+    assert result.returncode == 1
+    assert "error updating ephemeral containers: the object kind 'EphemeralContainers'" in (
+        result.stderr
+    )
+    assert "ephemeralContainers" not in kubectl.json("get", "pod", "web")["spec"]

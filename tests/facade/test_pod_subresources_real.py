@@ -483,6 +483,20 @@ def test_static_pods_take_no_ephemeral_containers(fresh: KubeAPIServer) -> None:
     )
 
 
+def test_the_alpha_ephemeral_containers_kind_is_refused(fresh: KubeAPIServer) -> None:
+    """1.22+ take the Pod at the subresource; the alpha API's EphemeralContainers kind
+    (what kubectl 1.20 sends) is a 400, and nothing is added."""
+    body = {
+        "apiVersion": "v1",
+        "kind": "EphemeralContainers",
+        "metadata": {"name": "web", "namespace": NS},
+        "ephemeralContainers": [debugger()],
+    }
+    status, _, answer = send(fresh, "PUT", f"{PODS}/web/ephemeralcontainers", json.dumps(body))
+    assert status == 400, answer
+    assert "ephemeralContainers" not in ok(fresh, "GET", f"{PODS}/web")["spec"]
+
+
 def test_no_such_pod_is_a_404_naming_it(fresh: KubeAPIServer) -> None:
     """kubectl debug tells a missing Pod (its name in the details) from a server without
     the subresource (no name) by the 404's details."""
