@@ -32,6 +32,7 @@ with them is checked below from its documented rules:
 from __future__ import annotations
 
 import copy
+import http.client
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -527,3 +528,29 @@ def test_the_object_update_of_a_namespace_still_writes_its_status(
         MERGE,
     )
     assert patched["spec"]["finalizers"] == ["example.com/x"]
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    """One length-delimited protobuf field (every length here is below 128)."""
+    assert len(payload) < 128
+    return bytes([number << 3 | 2, len(payload)]) + payload
+
+
+def test_a_protobuf_binding_binds(fresh: KubeAPIServer) -> None:
+    """A scheduler's client-go sends its Binding as protobuf."""
+    binding = _field(1, _field(1, b"web")) + _field(2, _field(1, b"Node") + _field(3, b"n1"))
+    type_meta = _field(1, b"v1") + _field(2, b"Binding")
+    body = b"k8s\x00" + _field(1, type_meta) + _field(2, binding)
+    conn = http.client.HTTPConnection(fresh.host, fresh.port)
+    try:
+        conn.request(
+            "POST",
+            f"{PODS}/web/binding",
+            body=body,
+            headers={"Content-Type": "application/vnd.kubernetes.protobuf"},
+        )
+        response = conn.getresponse()
+        assert response.status == 201, response.read()
+    finally:
+        conn.close()
+    assert ok(fresh, "GET", f"{PODS}/web")["spec"]["nodeName"] == "n1"
