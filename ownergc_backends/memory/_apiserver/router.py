@@ -53,9 +53,9 @@ _SUBRESOURCES = (
     "ephemeralcontainers",
     "finalize",
 )
-#: Subresources that take one method only (a create, or ``namespaces/finalize``'s PUT);
-#: any other is a 405 worded as kube-apiserver words it there.
-_ONE_METHOD = {"eviction": "POST", "binding": "POST", "finalize": "PUT"}
+#: Create-only subresources whose other methods get a 405 worded as kube-apiserver
+#: words it there (``namespaces/finalize``, update only, too).
+_CREATE_ONLY_SUBRESOURCES = frozenset({"eviction", "binding"})
 
 
 class NonResourceRoutes:
@@ -199,7 +199,7 @@ class RESTDispatcher:
             if handler is None:
                 raise no_route()
             if method != "POST":
-                if route.subresource in _ONE_METHOD:
+                if route.subresource in _CREATE_ONLY_SUBRESOURCES:
                     return _create_only  # (worded as kube-apiserver words it there)
                 raise _not_allowed(method)
             return handler
