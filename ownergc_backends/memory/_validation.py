@@ -73,9 +73,12 @@ class FieldError:
             "FieldValueNotSupported": "Unsupported value",
             "FieldValueDuplicate": "Duplicate value",
             "FieldValueTooLong": "Too long",
+            "FieldValueNotFound": "Not found",
         }.get(self.reason, self.reason)
         if self.reason in ("FieldValueInvalid", "FieldValueNotSupported"):
             return f"{self.field}: {label}: {_shown(self.value)}: {self.detail}"
+        if not self.detail:  # (Go adds ": detail" only when there is one)
+            return f"{self.field}: {label}"
         return f"{self.field}: {label}: {self.detail}"
 
     def cause(self) -> dict[str, str]:
