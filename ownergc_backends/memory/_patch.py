@@ -232,10 +232,17 @@ def _unescape(token: str) -> str:
     return _POINTER_ESCAPE.sub(lambda m: "/" if m.group() == "~1" else "~", token)
 
 
-def _index(token: str, where: str) -> int:
+def _index(token: str, size: int, where: str) -> int:
+    """The position ``token`` names among ``size`` places: an integer as Go's Atoi reads
+    it, a negative one counted from the end; an error past either end."""
     if not _GO_INT.fullmatch(token):
         raise JSONPatchNotApplied(f"{where}: {token!r} is not an array index")
-    return int(token)
+    index = int(token)
+    if index < 0:
+        index += size
+    if not 0 <= index < size:
+        raise JSONPatchNotApplied(f"{where}: index {token} is out of range")
+    return index
 
 
 def _member(container: Any, key: str, where: str) -> Any:
@@ -243,13 +250,7 @@ def _member(container: Any, key: str, where: str) -> Any:
     array index out of range (past either end) is an error."""
     if type(container) is dict:
         return container.get(key)
-    index = _index(key, where)
-    length = len(container)
-    if index < 0:
-        index += length
-    if not 0 <= index < length:
-        raise JSONPatchNotApplied(f"{where}: index {key} is out of range")
-    return container[index]
+    return container[_index(key, len(container), where)]
 
 
 def _parent(doc: Any, path: Any, where: str) -> tuple[Any, str]:
@@ -277,13 +278,7 @@ def _insert(container: Any, key: str, value: Any, where: str) -> None:
     if key == "-":
         container.append(value)
         return
-    index = _index(key, where)
-    size = len(container) + 1
-    if index < 0:
-        index += size
-    if not 0 <= index < size:
-        raise JSONPatchNotApplied(f"{where}: index {key} is out of range")
-    container.insert(index, value)
+    container.insert(_index(key, len(container) + 1, where), value)
 
 
 def _delete(container: Any, key: str, where: str) -> Any:
@@ -291,13 +286,7 @@ def _delete(container: Any, key: str, where: str) -> Any:
         if key not in container:
             raise JSONPatchNotApplied(f"{where}: no member {key!r} to remove")
         return container.pop(key)
-    index = _index(key, where)
-    length = len(container)
-    if index < 0:
-        index += length
-    if not 0 <= index < length:
-        raise JSONPatchNotApplied(f"{where}: index {key} is out of range")
-    return container.pop(index)
+    return container.pop(_index(key, len(container), where))
 
 
 def _same(current: Any, value: Any) -> bool:
@@ -374,8 +363,7 @@ def apply_json_patch(doc: Any, operations: Any) -> Any:
             if type(container) is dict:
                 container[key] = value
             else:
-                _member(container, key, where)
-                container[int(key)] = value
+                container[_index(key, len(container), where)] = value
         elif name == "move" or name == "copy":
             container, key = _parent(result, op.get("from"), where)
             if name == "move":
