@@ -26,6 +26,7 @@ from typing import Any, Literal
 from ._fieldmanager.schema import Node, builtin_schema, crd_schema, strategic_merge_keys
 
 __all__ = [
+    "JSONPatchNotApplied",
     "PatchError",
     "apply_json_merge_patch",
     "apply_json_patch",
@@ -33,6 +34,7 @@ __all__ = [
     "check_json",
     "copy_json",
     "fallback_schema",
+    "go_json_type",
     "json_equal",
     "strategic_schema",
 ]
@@ -215,8 +217,6 @@ class JSONPatchNotApplied(PatchError):
 
 _POINTER_ESCAPE = re.compile("~[01]")
 _GO_INT = re.compile("[+-]?[0-9]+")
-#: The JSON type a Go decoding error names for a Python value.
-_GO_JSON_TYPE = {dict: "object", list: "array", str: "string", bool: "bool", int: "number"}
 #: What a JSON patch document decodes into (the types Go names in its errors).
 _PATCH_TYPE = "jsonpatch.Patch"
 _OPERATION_TYPE = "jsonpatch.Operation"
@@ -224,8 +224,20 @@ _OPERATION_TYPE = "jsonpatch.Operation"
 MAX_JSON_PATCH_OPERATIONS = 10_000
 
 
-def _go_type(value: Any) -> str:
-    return _GO_JSON_TYPE.get(type(value), "number")
+def go_json_type(value: Any) -> str:
+    """How Go's JSON decoder names the type of a decoded value in its errors ("cannot
+    unmarshal number into ...")."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return "null" if value is None else "value"
 
 
 def _unescape(token: str) -> str:
@@ -314,12 +326,12 @@ def _decode_patch(operations: Any) -> list[Any]:
         return []
     if type(operations) is not list:
         raise PatchError(
-            f"json: cannot unmarshal {_go_type(operations)} into Go value of type {_PATCH_TYPE}"
+            f"json: cannot unmarshal {go_json_type(operations)} into Go value of type {_PATCH_TYPE}"
         )
     for op in operations:
         if op is not None and type(op) is not dict:
             raise PatchError(
-                f"json: cannot unmarshal {_go_type(op)} into Go value of type {_OPERATION_TYPE}"
+                f"json: cannot unmarshal {go_json_type(op)} into Go value of type {_OPERATION_TYPE}"
             )
     if len(operations) > MAX_JSON_PATCH_OPERATIONS:
         raise PatchError(
