@@ -5,9 +5,11 @@ Which selectors: a workload's ``spec.selector`` (Deployment, ReplicaSet, DaemonS
 StatefulSet, Job; a ReplicationController's plain map), a PodDisruptionBudget's, a
 NetworkPolicy's ``podSelector`` and its peers' ``podSelector`` / ``namespaceSelector``,
 and an admission webhook's ``namespaceSelector`` / ``objectSelector``. Each is checked by
-:func:`~._selectors.label_selector_errors`; a workload's also has to be there (but for a
-DaemonSet's), not be empty, and select its pod template's labels. Other spec fields are
-not validated here.
+:func:`~._selectors.label_selector_errors`; a workload with a pod template also needs
+one (but for a DaemonSet), not empty, that selects the template's labels. A workload
+without a template (a skeleton, which kube-apiserver would refuse for its template
+anyway) is only checked for the selector it has. Other spec fields are not validated
+here.
 """
 
 from __future__ import annotations
@@ -34,6 +36,15 @@ _MISMATCH: Final = "`selector` does not match template `labels`"
 
 def _dict(value: Any) -> JSONDict:
     return value if isinstance(value, dict) else {}
+
+
+def _has_template(spec: JSONDict) -> bool:
+    """Does the workload have a pod template? One without (a skeleton, which serve takes
+    as it takes a Pod without containers: it does not validate pod templates) is only
+    checked for the selector it has. (An empty template is none: in kube's types the
+    template is a struct, not a pointer.)"""
+    template = spec.get("template")
+    return isinstance(template, dict) and bool(template)
 
 
 def _template_labels(spec: JSONDict) -> Any:
@@ -72,6 +83,8 @@ def _replicated(kind: str, bad_parse: str) -> Callable[[JSONDict, bool], list[Fi
     def check(obj: JSONDict, allow: bool) -> list[FieldError]:
         spec = _dict(obj.get("spec"))
         selector = spec.get("selector")
+        if not _has_template(spec):
+            return label_selector_errors(selector, "spec.selector")
         errors: list[FieldError] = []
         if selector is None:
             errors.append(FieldError("spec.selector", "FieldValueRequired", ""))
@@ -103,6 +116,8 @@ def _daemon_set(obj: JSONDict, allow: bool) -> list[FieldError]:
     spec = _dict(obj.get("spec"))
     selector = spec.get("selector")
     errors = label_selector_errors(selector, "spec.selector")
+    if not _has_template(spec):
+        return errors
     if _selects_template(selector, spec) is False:
         errors.append(_mismatch(spec))
     if isinstance(selector, dict) and _is_empty(selector):
@@ -120,10 +135,10 @@ def _daemon_set(obj: JSONDict, allow: bool) -> list[FieldError]:
 def _replication_controller(obj: JSONDict, allow: bool) -> list[FieldError]:
     spec = _dict(obj.get("spec"))
     selector = spec.get("selector")
+    if not _has_template(spec):
+        return []
     if not isinstance(selector, dict) or not selector:
         return [FieldError("spec.selector", "FieldValueRequired", "")]
-    if not isinstance(spec.get("template"), dict):
-        return []
     labels = _dict(_template_labels(spec))
     if any(labels.get(key) != value for key, value in selector.items()):
         return [_mismatch(spec)]
@@ -134,6 +149,8 @@ def _job(obj: JSONDict, allow: bool) -> list[FieldError]:
     # (after the selector is generated, when it is: see _defaults._prepare_job)
     spec = _dict(obj.get("spec"))
     selector = spec.get("selector")
+    if not _has_template(spec):
+        return label_selector_errors(selector, "spec.selector", allow_invalid_values=allow)
     errors: list[FieldError] = []
     if selector is None:
         errors.append(FieldError("spec.selector", "FieldValueRequired", ""))
