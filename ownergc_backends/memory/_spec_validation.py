@@ -5,10 +5,10 @@ Which selectors: a workload's ``spec.selector`` (Deployment, ReplicaSet, DaemonS
 StatefulSet, Job; a ReplicationController's plain map), a PodDisruptionBudget's, a
 NetworkPolicy's ``podSelector`` and its peers' ``podSelector`` / ``namespaceSelector``,
 and an admission webhook's ``namespaceSelector`` / ``objectSelector``. Each is checked by
-:func:`~._selectors.label_selector_errors`; a workload with a pod template also needs
-one (but for a DaemonSet), not empty, that selects the template's labels. A workload
-without a template (a skeleton, which kube-apiserver would refuse for its template
-anyway) is only checked for the selector it has. Other spec fields are not validated
+:func:`~._selectors.label_selector_errors`; a workload with a pod template (one with
+containers) also needs one (but for a DaemonSet), not empty, that selects the
+template's labels. A workload without (a skeleton, which kube-apiserver would refuse
+for its template anyway) is only checked for the selector it has. Other spec fields are not validated
 here.
 """
 
@@ -39,12 +39,13 @@ def _dict(value: Any) -> JSONDict:
 
 
 def _has_template(spec: JSONDict) -> bool:
-    """Does the workload have a pod template? One without (a skeleton, which serve takes
+    """Does the workload have a pod template, one with containers? One without (a
+    skeleton, which kube-apiserver would refuse for its template anyway, and serve takes
     as it takes a Pod without containers: it does not validate pod templates) is only
-    checked for the selector it has. (An empty template is none: in kube's types the
-    template is a struct, not a pointer.)"""
-    template = spec.get("template")
-    return isinstance(template, dict) and bool(template)
+    checked for the selector it has."""
+    template_spec = _dict(_dict(spec.get("template")).get("spec"))
+    containers = template_spec.get("containers")
+    return isinstance(containers, list) and bool(containers)
 
 
 def _template_labels(spec: JSONDict) -> Any:
