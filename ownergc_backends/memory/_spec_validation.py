@@ -8,8 +8,8 @@ and an admission webhook's ``namespaceSelector`` / ``objectSelector``. Each is c
 :func:`~._selectors.label_selector_errors`; a workload with a pod template (one with
 containers) also needs one (but for a DaemonSet), not empty, that selects the
 template's labels. A workload without (a skeleton, which kube-apiserver would refuse
-for its template anyway) is only checked for the selector it has. Other spec fields are not validated
-here.
+for its template anyway) is only checked for the selector it has. Other spec fields
+are not validated here.
 """
 
 from __future__ import annotations
