@@ -27,7 +27,7 @@ from ._selectors import (
     label_selector_has_invalid_value,
     label_selector_requirements,
 )
-from ._validation import FieldError
+from ._validation import FieldError, validate_labels
 
 __all__ = ["selector_errors", "selector_update_errors"]
 
@@ -162,6 +162,28 @@ def _job(obj: JSONDict, allow: bool) -> list[FieldError]:
     return errors
 
 
+def _and_template_labels(
+    rule: Callable[[JSONDict, bool], list[FieldError]],
+) -> Callable[[JSONDict, bool], list[FieldError]]:
+    """``rule``, then the pod template's labels checked as ``metadata.labels`` are, at
+    ``spec.template.labels`` (after the selector's problems, as a ReplicationController's
+    are recorded). A Deployment's or ReplicaSet's template is not looked at when its
+    selector does not parse (recorded too); the other workloads' template labels are not
+    checked (not recorded)."""
+
+    def check(obj: JSONDict, allow: bool) -> list[FieldError]:
+        spec = _dict(obj.get("spec"))
+        labels = _template_labels(spec)
+        errors = rule(obj, allow)
+        if "selector" in spec and label_selector_requirements(spec["selector"]) is None:
+            return errors  # (a map selector, a ReplicationController's, always parses)
+        if isinstance(labels, dict) and all(isinstance(v, str) for v in labels.values()):
+            errors += validate_labels(labels, "spec.template.labels")
+        return errors
+
+    return check
+
+
 def _at(where: str, selector: Any, allow: bool) -> list[FieldError]:
     return label_selector_errors(selector, where, allow_invalid_values=allow)
 
@@ -201,12 +223,16 @@ def _webhook_configuration(obj: JSONDict, allow: bool) -> list[FieldError]:
 #: expression values that are no label values are let through (an update of a stored
 #: object that has such values already, as 1.27+ lets it through for these kinds).
 _RULES: Final[dict[tuple[str, str], Callable[[JSONDict, bool], list[FieldError]]]] = {
-    ("apps", "deployments"): _replicated("deployment", "invalid label selector"),
+    ("apps", "deployments"): _and_template_labels(
+        _replicated("deployment", "invalid label selector")
+    ),
     # (1.30 still says "deployment" for a ReplicaSet)
-    ("apps", "replicasets"): _replicated("deployment", "invalid label selector"),
+    ("apps", "replicasets"): _and_template_labels(
+        _replicated("deployment", "invalid label selector")
+    ),
     ("apps", "statefulsets"): _replicated("statefulset", ""),
     ("apps", "daemonsets"): _daemon_set,
-    ("", "replicationcontrollers"): _replication_controller,
+    ("", "replicationcontrollers"): _and_template_labels(_replication_controller),
     ("batch", "jobs"): _job,
     ("policy", "poddisruptionbudgets"): _budget,
     ("networking.k8s.io", "networkpolicies"): _network_policy,
