@@ -46,7 +46,7 @@ from ownergc.protocols import APIResource, JSONDict, Preconditions
 
 from .._negotiation import _json_response, object_body
 from .._objects import format_time
-from .._webhooks import label_selector_matches
+from .._selectors import label_selector_matches
 from ..store import InMemoryStore
 from .admission import AdmissionAttributes, AdmissionChain
 from .bodies import subresource_body, undecodable
@@ -434,30 +434,7 @@ def _may_go_unhealthy(budget: JSONDict) -> bool:
 def _selects(selector: Any, labels: Any) -> bool:
     """A policy/v1 budget's selector: an empty one selects every Pod of the namespace, a
     missing one (or one kube-apiserver could not parse) none."""
-    if not isinstance(selector, dict) or not _valid_selector(selector):
-        return False
-    return not selector or label_selector_matches(selector, labels)
-
-
-def _valid_selector(selector: JSONDict) -> bool:
-    """Would a label selector parse (``LabelSelectorAsSelector``)? ``In``/``NotIn`` need
-    values, ``Exists``/``DoesNotExist`` take none, no other operator."""
-    if not isinstance(selector.get("matchLabels") or {}, dict):
-        return False
-    expressions = selector.get("matchExpressions") or []
-    if not isinstance(expressions, list):
-        return False
-    for expression in expressions:
-        if not isinstance(expression, dict):
-            return False
-        values = expression.get("values") or []
-        operator = expression.get("operator")
-        if operator in ("In", "NotIn"):
-            if not values:
-                return False
-        elif operator not in ("Exists", "DoesNotExist") or values:
-            return False
-    return True
+    return isinstance(selector, dict) and label_selector_matches(selector, labels or {})
 
 
 def _preconditions(options: JSONDict) -> Preconditions:
