@@ -746,6 +746,7 @@ def _csi_driver(obj: JSONDict, version: str) -> None:
 
 
 def _priority_class(obj: JSONDict, version: str) -> None:
+    _default(obj, "value", 0)  # (an int32 without omitempty: always written)
     _default(obj, "preemptionPolicy", "PreemptLowerPriority")
 
 

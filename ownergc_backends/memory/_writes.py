@@ -79,6 +79,7 @@ from ._patch import (
     json_equal,
 )
 from ._pod_ips import validate_pod_ips
+from ._priority_classes import priority_class_errors, priority_class_update_errors
 from ._registry import CRD_KEY, ResourceRegistry
 from ._resources import ResourceSpec
 from ._service_ips import allocate
@@ -99,6 +100,8 @@ from ._validation import (
 )
 
 __all__ = ["WriteRules"]
+
+_PRIORITY_CLASSES = ("scheduling.k8s.io", "priorityclasses")
 
 
 class WriteRules:
@@ -301,6 +304,8 @@ class WriteRules:
             errors += self._custom_resource_errors(bucket, version, body)
             if (spec.group, spec.resource) != ("batch", "jobs"):  # (a Job's: once generated)
                 errors += selector_errors(spec.group, spec.resource, body)
+            if (spec.group, spec.resource) == _PRIORITY_CLASSES:
+                errors += priority_class_errors(body)
         if errors:
             raise invalid(bucket, name, errors)
         if not load:
@@ -493,6 +498,8 @@ class WriteRules:
             errors += validate_pod_ips(body.get("status"))
         if subresource != "status":  # (a status write keeps the stored spec)
             errors += selector_update_errors(spec.group, spec.resource, body, existing)
+        if (spec.group, spec.resource) == _PRIORITY_CLASSES:
+            errors += priority_class_errors(body) + priority_class_update_errors(body, existing)
         if errors:
             raise invalid(bucket, name, errors)
 
