@@ -1,5 +1,8 @@
-"""Record a real kube-apiserver 1.20's answers to PriorityClass creates, dry runs and updates
-(tests/data/real-apiserver-1.20/priority-classes.json): run ``python tools/record_priority_classes.py``."""
+"""Record a real kube-apiserver 1.20's answers to PriorityClass creates, dry runs and
+updates (tests/data/real-apiserver-1.20/priority-classes.json).
+
+Run: ``python tools/record_priority_classes.py > tests/data/.../priority-classes.json``.
+"""
 
 import json
 import sys
