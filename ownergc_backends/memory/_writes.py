@@ -80,6 +80,7 @@ from ._patch import (
 )
 from ._pod_ips import validate_pod_ips
 from ._priority_classes import priority_class_errors, priority_class_update_errors
+from ._quota_validation import resource_quota_errors
 from ._registry import CRD_KEY, ResourceRegistry
 from ._resources import ResourceSpec
 from ._service_ips import allocate
@@ -102,6 +103,7 @@ from ._validation import (
 __all__ = ["WriteRules"]
 
 _PRIORITY_CLASSES = ("scheduling.k8s.io", "priorityclasses")
+_RESOURCE_QUOTAS = ("", "resourcequotas")
 
 
 class WriteRules:
@@ -306,6 +308,8 @@ class WriteRules:
                 errors += selector_errors(spec.group, spec.resource, body)
             if (spec.group, spec.resource) == _PRIORITY_CLASSES:
                 errors += priority_class_errors(body)
+            if (spec.group, spec.resource) == _RESOURCE_QUOTAS:
+                errors += resource_quota_errors(body)
         if errors:
             raise invalid(bucket, name, errors)
         if not load:
@@ -500,6 +504,8 @@ class WriteRules:
             errors += selector_update_errors(spec.group, spec.resource, body, existing)
         if (spec.group, spec.resource) == _PRIORITY_CLASSES:
             errors += priority_class_errors(body) + priority_class_update_errors(body, existing)
+        if (spec.group, spec.resource) == _RESOURCE_QUOTAS:
+            errors += resource_quota_errors(body)
         if errors:
             raise invalid(bucket, name, errors)
 
