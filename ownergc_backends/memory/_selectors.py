@@ -14,7 +14,7 @@ from ownergc._kit.http import (
 from ownergc.errors import (
     BadRequest,
 )
-from ownergc.protocols import JSONDict
+from ownergc.protocols import APIResource, JSONDict
 
 from ._label_query import LabelQueryError, parse_label_query
 from ._validation import FieldError, GoValue, label_value_errors, qualified_name_errors
@@ -335,13 +335,15 @@ class _Filter:
         return all((_field_value(obj, key) == value) == equal for key, equal, value in self.fields)
 
 
-def _filter_from(request: Request, resource: tuple[str, str] = ("", "")) -> _Filter:
-    """The request's label and field selectors, for ``resource`` (group, resource)."""
+def _filter_from(request: Request, resource: APIResource | None = None) -> _Filter:
+    """The request's label and field selectors, for ``resource`` (whose kind decides the
+    fields it may be selected by)."""
     labels = request.param("labelSelector")
     fields = request.param("fieldSelector")
+    kind = (resource.group, resource.resource) if resource is not None else ("", "")
     return _Filter(
         labels=tuple(parse_label_selector(labels)) if labels else (),
-        fields=tuple(parse_field_selector(fields, resource)) if fields else (),
+        fields=tuple(parse_field_selector(fields, kind)) if fields else (),
     )
 
 

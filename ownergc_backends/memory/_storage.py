@@ -30,7 +30,7 @@ from ._objects import (
 from ._resources import ResourceSpec
 from ._service_ips import ServiceAllocations
 
-__all__ = ["ObjectStorage"]
+__all__ = ["ObjectStorage", "holds_services"]
 
 
 class ObjectStorage:
@@ -105,7 +105,7 @@ class ObjectStorage:
         obj["metadata"] = _ordered(meta)
         namespace, name = meta.get("namespace", ""), meta["name"]
         before = bucket.lookup(namespace, name)
-        services = _holds_services(bucket)
+        services = holds_services(bucket)
         if before is not None:
             self._forget_uid(_meta(before).get("uid"))
             if services:
@@ -127,7 +127,7 @@ class ObjectStorage:
         bucket.remove(namespace, name)
         if stored is not None:
             self._forget_uid(_meta(stored).get("uid"))
-            if _holds_services(bucket):
+            if holds_services(bucket):
                 self.service_allocations.remove(stored)
         gone = _with_rv(last, rv)
         self.emit(bucket, "DELETED", gone, wake)
@@ -208,6 +208,6 @@ class ObjectStorage:
         return batch, log.waiter, False
 
 
-def _holds_services(bucket: _Storage) -> bool:
+def holds_services(bucket: _Storage) -> bool:
     """Is this the core Services' bucket (whose holdings ``service_allocations`` keeps)?"""
     return bucket.spec.group == "" and bucket.spec.resource == "services"

@@ -85,7 +85,7 @@ from ._registry import CRD_KEY, ResourceRegistry
 from ._resources import ResourceSpec
 from ._service_ips import allocate
 from ._spec_validation import selector_errors, selector_update_errors
-from ._storage import ObjectStorage
+from ._storage import ObjectStorage, holds_services
 from ._subresources import meta_for_status, subresource_errors, subresource_update
 from ._validation import (
     FINALIZER_FOREGROUND,
@@ -345,7 +345,7 @@ class WriteRules:
             prepared = prepare_for_create(spec.group, version, spec.resource, stored)
             if (spec.group, spec.resource) == ("batch", "jobs"):
                 prepared += selector_errors(spec.group, spec.resource, stored)
-            if spec.group == "" and spec.resource == "services":
+            if holds_services(bucket):
                 prepared += self._allocate_service(stored, None)
             if prepared:
                 raise invalid(bucket, name, prepared)
@@ -522,7 +522,7 @@ class WriteRules:
             meta["generation"] = meta.get("generation", 0) + 1
         if subresource != "status":
             prepare_for_update(spec.group, spec.resource, existing, new)
-            if spec.group == "" and spec.resource == "services":
+            if holds_services(bucket):
                 allocation_errors = self._allocate_service(new, existing)
                 if allocation_errors:
                     raise invalid(bucket, name, allocation_errors)

@@ -349,7 +349,7 @@ class ListHandler:
                 "NotAcceptable",
                 "you requested PartialObjectMetadata, but the requested object is a list",
             )
-        selector = _filter_from(request, (route.resource.group, route.resource.resource))
+        selector = _filter_from(request, route.resource)
         cache = self.cache
         cached = cache is not None and from_watch_cache(request)
         if cache is not None and cached:
@@ -635,7 +635,7 @@ class DeleteCollectionHandler:
         dry_run = self.writes.dry_run.dry_run(
             None, options.get("dryRun"), options_kind="DeleteOptions"
         )
-        selector = _filter_from(request, (route.resource.group, route.resource.resource))
+        selector = _filter_from(request, route.resource)
         listed = await self.store.list(route.resource, namespace=route.namespace)
         items = []
         for item in listed.items:

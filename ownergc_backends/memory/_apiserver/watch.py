@@ -76,7 +76,7 @@ class WatchHandler:
             resource_version=rv,
             timeout=timeout,
             target=target,
-            filter=_filter_from(request, (route.resource.group, route.resource.resource)),
+            filter=_filter_from(request, route.resource),
             include=request.param("includeObject") or "PartialObjectMetadata",
             send_initial=send_initial,
             bookmarks=bookmarks,
