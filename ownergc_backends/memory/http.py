@@ -86,6 +86,7 @@ from ._apiserver.reviews import ReviewHandler
 from ._apiserver.router import NonResourceRoutes, ResourceResolver, RESTDispatcher, Router
 from ._apiserver.scale import ScaleHandler
 from ._apiserver.token import TokenRequestHandler
+from ._apiserver.tokenreview import TokenReviewHandler
 from ._apiserver.watch import OpenWatches, WatchHandler, WatchStreamer
 from ._apiserver.webhookadmission import webhook_admission
 from ._negotiation import negotiate as negotiate  # the tests' Accept checks import it here
@@ -185,6 +186,7 @@ class KubeAPIServer:
             hooks=WriteHooks(self.write_hooks),
             validation=validation,
         )
+        tokens = TokenRequestHandler(self.store)
         self.streamer = WatchStreamer(self.store, self.served, self._printer, self._watches)
         router = Router(
             NonResourceRoutes(openapi or PublishedOpenAPI(self.store)),
@@ -204,9 +206,12 @@ class KubeAPIServer:
                 deletecollection=DeleteCollectionHandler(self.store, writes),
                 scale=ScaleHandler(self.store, writes.dry_run),
                 review=ReviewHandler(),
-                token=TokenRequestHandler(self.store),
+                token=tokens,
                 eviction=EvictionHandler(self.store, writes),
                 connect=ConnectHandler(self.store),
+                tokenreview=TokenReviewHandler(
+                    self.store, tokens.signer, dry_run=writes.dry_run
+                ),
             ),
             validation,
         )
