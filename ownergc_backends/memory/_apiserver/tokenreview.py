@@ -42,6 +42,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any, Final
 
+from ownergc._kit.http import Request
 from ownergc.errors import BadRequest, NotFound
 from ownergc.protocols import JSONDict
 
@@ -256,7 +257,7 @@ class TokenReviewHandler:
         request = ctx.request
         self.dry_run.dry_run(request.query.get("dryRun"))  # (a dry run answers the same)
         decoded = ctx.decoded_body
-        body = decoded[0] if decoded is not None else object_body(request, "the TokenReview")
+        body = decoded[0] if decoded is not None else _body(request)
         review = _check_review(body)
         spec = review.get("spec")
         spec = spec if isinstance(spec, dict) else {}
@@ -273,12 +274,29 @@ class TokenReviewHandler:
             "apiVersion": GROUP_VERSION,
             # An ObjectMeta never stored: its zero creationTimestamp is written as null.
             "metadata": {**meta, "creationTimestamp": meta.get("creationTimestamp")},
-            "spec": copy.deepcopy(spec),
+            # (TokenReviewSpec's fields are omitempty: empty audiences are left out)
+            "spec": {k: copy.deepcopy(v) for k, v in spec.items() if v not in ([], None)},
             "status": await review_token(
                 self.store, self.signer, str(token), list(audiences), self.clock()
             ),
         }
         return _json_response(201, answer)
+
+
+def _body(request: Request) -> Any:
+    """The request's TokenReview, JSON or protobuf; a body that is not JSON is the 400
+    kube-apiserver answers (worded as its decoder words it, with Python's reason)."""
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type in ("", "application/json", "*/*"):
+        try:
+            return json.loads(request.body)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise BadRequest(
+                "the object provided is unrecognized (must be of type TokenReview): couldn't "
+                f"get version/kind; json parse error: {exc}",
+                reason="BadRequest",
+            ) from None
+    return object_body(request, "the TokenReview")
 
 
 def _check_review(body: Any) -> JSONDict:
