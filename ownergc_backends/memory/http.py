@@ -209,9 +209,7 @@ class KubeAPIServer:
                 token=tokens,
                 eviction=EvictionHandler(self.store, writes),
                 connect=ConnectHandler(self.store),
-                tokenreview=TokenReviewHandler(
-                    self.store, tokens.signer, dry_run=writes.dry_run
-                ),
+                tokenreview=TokenReviewHandler(self.store, tokens.signer, dry_run=writes.dry_run),
             ),
             validation,
         )
