@@ -184,6 +184,9 @@ def _with_status(spec: ResourceSpec) -> ResourceSpec:
 
 #: Served from the start, in discovery order.
 BUILTIN_RESOURCES: tuple[ResourceSpec, ...] = (
+    # A Binding is created to bind a Pod (``pods/binding`` or, the older way, here);
+    # never stored (``_apiserver/binding.py``).
+    _builtin("", "v1", "bindings", "Binding", verbs=_CREATE_ONLY),
     _builtin(
         "",
         "v1",
@@ -192,9 +195,16 @@ BUILTIN_RESOURCES: tuple[ResourceSpec, ...] = (
         namespaced=False,
         verbs=_NAMESPACE_VERBS,
         name_rule=NameRule.DNS_LABEL,
+        subresources=frozenset({"finalize", "status"}),
     ),
     _builtin("", "v1", "nodes", "Node", namespaced=False),
-    _builtin("", "v1", "pods", "Pod", subresources=frozenset({"eviction"})),
+    _builtin(
+        "",
+        "v1",
+        "pods",
+        "Pod",
+        subresources=frozenset({"binding", "ephemeralcontainers", "eviction"}),
+    ),
     _builtin("", "v1", "configmaps", "ConfigMap"),
     _builtin("", "v1", "secrets", "Secret"),
     _builtin("", "v1", "services", "Service", name_rule=NameRule.DNS_LABEL),

@@ -14,16 +14,15 @@ from ownergc.errors import (
 )
 from ownergc.protocols import JSONDict
 
+from ._label_query import LabelQueryError, parse_label_query
+
+#: Go's strconv.ParseInt(s, 10, 64), which reads a label compared by ``<`` or ``>``.
+_GO_INT64: Final = re.compile("[+-]?[0-9]+")
+
 __all__ = [
-    "_CMP_RE",
-    "_EXISTS_RE",
-    "_LABEL_KEY",
-    "_LABEL_VALUE",
-    "_SET_RE",
     "_Filter",
     "_Requirement",
     "_filter_from",
-    "_split_selector",
     "parse_field_selector",
     "parse_label_selector",
     "selector_string",
@@ -33,7 +32,7 @@ __all__ = [
 @dataclass(frozen=True, slots=True)
 class _Requirement:
     key: str
-    op: str  # "=", "!=", "in", "notin", "exists", "!"
+    op: str  # "=", "!=", "in", "notin", "exists", "!", "gt", "lt"
     values: frozenset[str] = frozenset()
 
     def matches(self, labels: dict[str, Any]) -> bool:
@@ -43,63 +42,28 @@ class _Requirement:
             return has
         if self.op == "!":
             return not has
+        if self.op in ("gt", "lt"):
+            # integers compared; a label that is not one is not selected
+            if not has or not isinstance(value, str) or not _GO_INT64.fullmatch(value):
+                return False
+            (bound,) = self.values
+            number, limit = int(value), int(bound)
+            if not -(2**63) <= number < 2**63:
+                return False
+            return number > limit if self.op == "gt" else number < limit
         if self.op in ("=", "in"):
             return has and value in self.values
         return not has or value not in self.values  # "!=" and "notin"
 
 
-_LABEL_KEY = r"[A-Za-z0-9]([-A-Za-z0-9_./]*[A-Za-z0-9])?"
-
-
-_LABEL_VALUE = r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?"
-
-
-_SET_RE = re.compile(rf"^({_LABEL_KEY})\s+(in|notin)\s+\(([^()]*)\)$")
-
-
-_CMP_RE = re.compile(rf"^({_LABEL_KEY})\s*(==|=|!=)\s*({_LABEL_VALUE})$")
-
-
-_EXISTS_RE = re.compile(rf"^(!?)\s*({_LABEL_KEY})$")
-
-
-def _split_selector(text: str) -> list[str]:
-    """Split on commas outside parentheses (``a in (x,y),b`` has two requirements)."""
-    parts: list[str] = []
-    depth = 0
-    current: list[str] = []
-    for ch in text:
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append("".join(current))
-            current = []
-        else:
-            current.append(ch)
-    parts.append("".join(current))
-    return [p.strip() for p in parts if p.strip()]
-
-
 def parse_label_selector(text: str) -> list[_Requirement]:
-    """Parse a labelSelector; 400 for what kube-apiserver would also reject (or ``<``/``>``)."""
-    out: list[_Requirement] = []
-    for part in _split_selector(text):
-        if m := _SET_RE.match(part):
-            values = frozenset(v.strip() for v in m.group(4).split(",") if v.strip())
-            out.append(_Requirement(m.group(1), m.group(3), values))
-        elif m := _CMP_RE.match(part):
-            op = "=" if m.group(3) in ("=", "==") else "!="
-            out.append(_Requirement(m.group(1), op, frozenset({m.group(4)})))
-        elif m := _EXISTS_RE.match(part):
-            out.append(_Requirement(m.group(2), "!" if m.group(1) else "exists"))
-        else:
-            raise BadRequest(
-                f"unable to parse requirement: {part!r} (labelSelector {text!r})",
-                reason="BadRequest",
-            )
-    return out
+    """A labelSelector query, read as kube-apiserver reads it (:mod:`._label_query`); a 400
+    in its words when it does not parse."""
+    try:
+        parsed = parse_label_query(text)
+    except LabelQueryError as exc:
+        raise BadRequest(str(exc), reason="BadRequest") from None
+    return [_Requirement(key, op, frozenset(values)) for key, op, values in parsed]
 
 
 #: The fields a kind is selected by besides ``metadata.name`` and ``metadata.namespace``

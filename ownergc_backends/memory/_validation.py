@@ -22,6 +22,8 @@ __all__ = [
     "FieldError",
     "MetadataTypeError",
     "decode_metadata",
+    "label_value_errors",
+    "qualified_name_errors",
     "validate_annotations",
     "validate_finalizers",
     "validate_labels",
@@ -71,9 +73,12 @@ class FieldError:
             "FieldValueNotSupported": "Unsupported value",
             "FieldValueDuplicate": "Duplicate value",
             "FieldValueTooLong": "Too long",
+            "FieldValueNotFound": "Not found",
         }.get(self.reason, self.reason)
         if self.reason in ("FieldValueInvalid", "FieldValueNotSupported"):
             return f"{self.field}: {label}: {_shown(self.value)}: {self.detail}"
+        if not self.detail:  # (Go adds ": detail" only when there is one)
+            return f"{self.field}: {label}"
         return f"{self.field}: {label}: {self.detail}"
 
     def cause(self) -> dict[str, str]:
@@ -294,7 +299,8 @@ def qualified_name_errors(value: str) -> list[str]:
     return errors
 
 
-def _label_value_errors(value: str) -> list[str]:
+def label_value_errors(value: str) -> list[str]:
+    """What is wrong with ``value`` as a label value, worded as kube-apiserver words it."""
     errors = ["must be no more than 63 characters"] if len(value) > 63 else []
     if value and not _QUALIFIED_NAME_PART.fullmatch(value):
         errors.append(_LABEL_VALUE_RULE)
@@ -310,7 +316,7 @@ def validate_labels(labels: dict[str, str], field: str = "metadata.labels") -> l
             FieldError(field, "FieldValueInvalid", why, key) for why in qualified_name_errors(key)
         )
         errors.extend(
-            FieldError(field, "FieldValueInvalid", why, value) for why in _label_value_errors(value)
+            FieldError(field, "FieldValueInvalid", why, value) for why in label_value_errors(value)
         )
     return errors
 

@@ -80,8 +80,10 @@ from ._patch import (
 )
 from ._pod_ips import validate_pod_ips
 from ._registry import CRD_KEY, ResourceRegistry
+from ._resources import ResourceSpec
 from ._service_ips import allocate
 from ._storage import ObjectStorage
+from ._subresources import meta_for_status, subresource_errors, subresource_update
 from ._validation import (
     FINALIZER_FOREGROUND,
     FINALIZER_ORPHAN,
@@ -392,7 +394,14 @@ class WriteRules:
             # a rendered copy of the stored object)
             apply_defaults(spec.group, written, spec.resource, body)
         to_storage(spec.group, spec.resource, version or stored_version, body)
-        body = _split_status(existing, body, spec.subresources, subresource)
+        if subresource is not None:
+            check_type(bucket, body)  # (before the stored object's kind stands in for it)
+        split = (
+            subresource_update(spec.group, spec.resource, existing, body, subresource)
+            if subresource is not None
+            else None
+        )
+        body = split if split is not None else _split_status(existing, body, spec, subresource)
         old = _meta(existing)
         name = old["name"]
         namespace = old.get("namespace", "")
@@ -484,6 +493,9 @@ class WriteRules:
         for key, value in body.items():
             if key not in ("apiVersion", "kind", "metadata"):
                 new[key] = value
+        sub_errors = subresource_errors(spec.group, spec.resource, existing, new, subresource)
+        if sub_errors:
+            raise invalid(bucket, name, sub_errors)
         if subresource != "status" and generation_rule(spec.group, spec.resource).bumps(
             existing, new
         ):
@@ -866,22 +878,27 @@ def _precondition_conflict(bucket: _Storage, name: str, why: str) -> Conflict:
 
 
 def _split_status(
-    existing: JSONDict, body: JSONDict, subresources: frozenset[str], subresource: str | None
+    existing: JSONDict, body: JSONDict, spec: ResourceSpec, subresource: str | None
 ) -> JSONDict:
-    """What an update may change when the kind has a ``status`` subresource."""
+    """What an update may change when the kind has a ``status`` subresource.
+
+    A Namespace's own update still writes its status (and ``spec.finalizers``):
+    serve's namespace controller writes them so, where kube-apiserver would keep
+    both and its controller writes ``/status`` and ``/finalize``."""
     if subresource == "status":
         new = {k: v for k, v in existing.items() if k != "status"}
-        meta = dict(_meta(existing))
-        rv = (body.get("metadata") or {}).get("resourceVersion")
-        if rv is not None:
-            meta["resourceVersion"] = rv  # the optimistic-concurrency check still applies
-        new["metadata"] = meta
+        # (the body's resourceVersion: the optimistic-concurrency check still applies)
+        new["metadata"] = meta_for_status(existing, body)
         if "status" in body:
             new["status"] = body["status"]
         return new
-    if "status" not in subresources:
+    if "status" not in spec.subresources or _is_namespace_spec(spec):
         return body
     new = {k: v for k, v in body.items() if k != "status"}
     if "status" in existing:
         new["status"] = existing["status"]
     return new
+
+
+def _is_namespace_spec(spec: ResourceSpec) -> bool:
+    return spec.group == "" and spec.resource == "namespaces"

@@ -47,6 +47,7 @@ from anyio.abc import SocketAttribute
 from ownergc.protocols import APIResource, JSONDict
 
 from ._apiserver.admission import AdmissionChain
+from ._apiserver.binding import BindingHandler
 from ._apiserver.connect import ConnectHandler
 from ._apiserver.context import Handler
 from ._apiserver.discovery import Discovery
@@ -208,6 +209,7 @@ class KubeAPIServer:
                 review=ReviewHandler(),
                 token=tokens,
                 eviction=EvictionHandler(self.store, writes),
+                binding=BindingHandler(self.store, writes),
                 connect=ConnectHandler(self.store),
                 tokenreview=TokenReviewHandler(self.store, tokens.signer, dry_run=writes.dry_run),
             ),

@@ -222,9 +222,10 @@ class InMemoryStore:
       with it (the NamespaceLifecycle admission is always emulated:
       namespaced objects can only be created in an existing namespace that
       is not being deleted, and ``default``, ``kube-system`` and
-      ``kube-public`` cannot be deleted). ``spec.finalizers`` of a namespace
-      can be changed by any update (kube-apiserver only allows it through
-      the ``/finalize`` subresource, which is not served).
+      ``kube-public`` cannot be deleted). ``spec.finalizers`` and the status
+      of a namespace can be changed by any update (kube-apiserver only allows
+      it through the ``/finalize`` and ``/status`` subresources, which are
+      served too: serve's namespace controller writes through the object).
     * The CRD finalizer (``customresourcecleanup.apiextensions.k8s.io``, added
       to every CRD) runs inline: deleting a CRD deletes its objects at once,
       and the CRD goes when the last of them does (objects held by their own

@@ -108,14 +108,15 @@ async def test_discovery_serves_what_a_real_apiserver_serves(store: InMemoryStor
             assert r.verbs == verbs, (group, resource)
     assert "deletecollection" not in served[("", "namespaces", "v1")].verbs
     extra = {(r.group, r.resource) for r in result.resources} - set(real)
-    # Besides, the review kinds a client creates to ask a question (create only):
-    # the 1.24 server's, and SelfSubjectReview, which newer servers add (kubectl auth whoami).
+    # Besides, the kinds a client creates and the server never stores (create only): the
+    # 1.24 server's reviews and core/v1 bindings, and SelfSubjectReview, which newer
+    # servers add (kubectl auth whoami).
     reviews = {
         (group, r["name"]): (r["kind"], r["namespaced"], frozenset(r["verbs"]))
         for doc in json.loads(REAL.read_text()).values()
         for group in [doc.get("groupVersion", "").rpartition("/")[0]]
         for r in doc.get("resources", [])
-        if r["name"].endswith("reviews")
+        if (r["name"].endswith("reviews") or (group, r["name"]) == ("", "bindings"))
         and r["verbs"] == ["create"]
         and r["name"] != "tokenreviews"
     }

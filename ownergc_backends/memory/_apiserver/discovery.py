@@ -185,7 +185,8 @@ class Discovery:
 
 
 def _subresource_entry(resource: APIResource, sub: str) -> JSONDict:
-    """A subresource's discovery entry; scale and token are other kinds of other groups."""
+    """A subresource's discovery entry; scale, token and eviction are other kinds of other
+    groups, binding another kind of the core group."""
     entry: JSONDict = {
         "name": f"{resource.resource}/{sub}",
         "singularName": "",
@@ -201,6 +202,10 @@ def _subresource_entry(resource: APIResource, sub: str) -> JSONDict:
         )
     elif sub == "eviction":
         entry.update(group="policy", version="v1", kind="Eviction", verbs=["create"])
+    elif sub == "binding":
+        entry.update(kind="Binding", verbs=["create"])
+    elif sub == "finalize":
+        entry.update(verbs=["update"])
     connect = None if resource.group else CONNECT_DISCOVERY.get((resource.resource, sub))
     if connect is not None:
         entry.update(kind=connect[0], verbs=list(connect[1]))

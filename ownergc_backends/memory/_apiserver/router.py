@@ -45,7 +45,18 @@ _HEALTH_CHECKS: dict[str, tuple[str, ...]] = {
     "readyz": ("ping", "log", "etcd", "etcd-readiness", "informer-sync", "shutdown"),
 }
 _TEXT = [("Content-Type", "text/plain; charset=utf-8"), ("X-Content-Type-Options", "nosniff")]
-_SUBRESOURCES = ("status", "scale", "token", "eviction")
+_SUBRESOURCES = (
+    "status",
+    "scale",
+    "token",
+    "eviction",
+    "binding",
+    "ephemeralcontainers",
+    "finalize",
+)
+#: Create-only subresources whose other methods get a 405 worded as kube-apiserver
+#: words it there (``namespaces/finalize``, update only, too).
+_CREATE_ONLY_SUBRESOURCES = frozenset({"eviction", "binding"})
 #: With the connect subresources: pods/log, exec, ..., the proxies (connect.py).
 _SERVED_SUBRESOURCES = frozenset(_SUBRESOURCES).union(CONNECT_SUBRESOURCES)
 
@@ -141,7 +152,8 @@ def _not_allowed(method: str) -> MethodNotAllowed:
 
 
 async def _create_only(ctx: RequestContext, route: ResourceRoute) -> Reply:
-    """Another method than POST on a create-only subresource (``pods/eviction``)."""
+    """Another method than the one a subresource takes (POST on ``pods/eviction`` and
+    ``pods/binding``, PUT on ``namespaces/finalize``), or than POST on ``bindings``."""
     return _json_response(
         405,
         {
@@ -163,7 +175,8 @@ class RESTDispatcher:
 
     ``review`` answers the POSTs of the review kinds (never stored) and
     ``token`` the ``serviceaccounts/token`` subresource, ``eviction``
-    ``pods/eviction``; without them those routes are 405s and 404s.
+    ``pods/eviction``, ``binding`` ``pods/binding`` and ``bindings``; without them
+    those routes are 405s and 404s.
     """
 
     get: RESTHandler
@@ -178,6 +191,7 @@ class RESTDispatcher:
     review: RESTHandler | None = None
     token: RESTHandler | None = None
     eviction: RESTHandler | None = None
+    binding: RESTHandler | None = None
     #: The connect subresources (``pods/log``, ``exec``, …, the proxies): connect.py.
     connect: RESTHandler | None = None
     #: ``authentication.k8s.io`` TokenReviews: tokenreview.py.
@@ -190,15 +204,25 @@ class RESTDispatcher:
             if self.connect is None:
                 raise no_route()
             return self.connect
-        if route.subresource in ("token", "eviction"):
-            handler = self.token if route.subresource == "token" else self.eviction
+        if route.subresource in ("token", "eviction", "binding"):
+            handler = {"token": self.token, "eviction": self.eviction}.get(
+                route.subresource, self.binding
+            )
             if handler is None:
                 raise no_route()
             if method != "POST":
-                if route.subresource == "eviction":
+                if route.subresource in _CREATE_ONLY_SUBRESOURCES:
                     return _create_only  # (worded as kube-apiserver words it there)
                 raise _not_allowed(method)
             return handler
+        if route.subresource == "finalize" and method != "PUT":
+            return _create_only
+        if route.subresource is None and _is_bindings(route):
+            if self.binding is None:
+                raise no_route()
+            if method != "POST" or route.name is not None:
+                return _create_only
+            return self.binding
         if route.subresource is not None and method not in ("GET", "HEAD", "PUT", "PATCH"):
             raise _not_allowed(method)
         if route.subresource == "scale":
@@ -230,6 +254,11 @@ class RESTDispatcher:
             if method == "DELETE":
                 return self.delete
         raise _not_allowed(method)
+
+
+def _is_bindings(route: ResourceRoute) -> bool:
+    """The core group's ``bindings`` (create only: a Pod's binding, never stored)."""
+    return route.resource.group == "" and route.resource.resource == "bindings"
 
 
 class Router:
@@ -288,6 +317,8 @@ class Router:
             self.fields is not None
             and route.subresource is None
             and handler is not self.rest.review
+            and handler is not self.rest.binding
+            and handler is not _create_only
         ):
             # Unknown-field warnings join the request's warnings, sent as Warning headers
             # with admission's (responses.warning_headers).
