@@ -206,12 +206,14 @@ class KubeAPIServer:
                 delete=DeleteHandler(self.store, renderer, writes),
                 deletecollection=DeleteCollectionHandler(self.store, writes),
                 scale=ScaleHandler(self.store, writes.dry_run),
-                review=ReviewHandler(),
+                review=ReviewHandler(writes.fields),
                 token=tokens,
                 eviction=EvictionHandler(self.store, writes),
                 binding=BindingHandler(self.store, writes),
                 connect=ConnectHandler(self.store),
-                tokenreview=TokenReviewHandler(self.store, tokens.signer, dry_run=writes.dry_run),
+                tokenreview=TokenReviewHandler(
+                    self.store, tokens.signer, dry_run=writes.dry_run, fields=writes.fields
+                ),
             ),
             validation,
         )

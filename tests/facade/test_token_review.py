@@ -28,7 +28,7 @@ from ownergc_backends.memory._apiserver.token import (
 from ownergc_backends.memory._apiserver.tokenreview import review_token
 from ownergc_backends.memory._negotiation import _Response
 from ownergc_backends.memory.http import KubeAPIServer
-from tests.facade.facade_helpers import Kubectl
+from tests.facade.facade_helpers import Kubectl, request
 
 NOW = datetime(2026, 11, 25, 8, 0, 0, tzinfo=timezone.utc)
 LONG_AGO = "2026-11-25T07:00:00Z"  # (deleted an hour before NOW)
@@ -327,3 +327,29 @@ def test_the_official_client_reviews_a_token_it_was_given(api_client: Any) -> No
     assert json.loads(empty.value.body)["message"] == (
         "token is required for TokenReview in authentication"
     )
+
+
+#: kube-apiserver 1.20.2's answer to ``curl -X POST .../selfsubjectaccessreviews`` (its
+#: managedFields entry; recorded 2026-11-27): the create handler's field manager records
+#: the writer's Update entry for a review too, the server-filled status left out.
+REAL_SSAR_ENTRY = {
+    "manager": "curl",
+    "operation": "Update",
+    "apiVersion": "authorization.k8s.io/v1",
+    "fieldsType": "FieldsV1",
+    "fieldsV1": {"f:spec": {"f:resourceAttributes": {".": {}, "f:resource": {}, "f:verb": {}}}},
+}
+
+
+def test_review_answers_carry_the_writers_managed_fields_entry(server: KubeAPIServer) -> None:
+    body = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SelfSubjectAccessReview",
+        "spec": {"resourceAttributes": {"verb": "get", "resource": "pods"}},
+    }
+    path = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+    reply = request(server, "POST", path, body, headers={"User-Agent": "curl/8.5.0"})
+    assert reply.status == 201
+    (entry,) = reply.json()["metadata"]["managedFields"]
+    assert entry.pop("time")
+    assert entry == REAL_SSAR_ENTRY

@@ -37,8 +37,8 @@ a type error in the body      1.30 decodes with encoding/json's words (``json: c
 
 And where serve is not a real server: its tokens are HS256 (a real one's RS256, so the
 recorded "HS256 header" forgery is made here as an RS256 header over serve's token);
-it has no static token file (the recorded bearer token is no token to serve); its
-review answers carry no managedFields; a real server keeps a successful review ten
+it has no static token file (the recorded bearer token is no token to serve); a real
+server keeps a successful review ten
 seconds (the recorder waited that long after each deletion), serve keeps none.
 """
 
@@ -201,11 +201,21 @@ def _expected_status(exchange: dict[str, Any]) -> Any:
     return recorded
 
 
+def _entries(meta: dict[str, Any]) -> list[dict[str, Any]]:
+    """The managedFields taken out of ``meta``, without their manager and time."""
+    return [
+        {k: v for k, v in entry.items() if k not in ("time", "manager")}
+        for entry in meta.pop("managedFields")
+    ]
+
+
 def _check_review(replay: Replay, exchange: dict[str, Any], answer: dict[str, Any]) -> None:
     recorded = exchange["answer"]
     assert answer["kind"] == "TokenReview" and answer["apiVersion"] == "authentication.k8s.io/v1"
-    recorded_meta = {k: v for k, v in recorded["metadata"].items() if k != "managedFields"}
-    assert answer["metadata"] == recorded_meta
+    # managedFields: the writer's Update entry (its manager, the client, and time aside).
+    meta, recorded_meta = dict(answer["metadata"]), dict(recorded["metadata"])
+    assert _entries(meta) == _entries(recorded_meta)
+    assert meta == recorded_meta
     forged = replay.forged(exchange["name"])
     if forged is None:
         assert replay.scrub(answer["spec"]) == recorded["spec"]

@@ -48,8 +48,10 @@ from ownergc.protocols import JSONDict
 
 from .._negotiation import _json_response, object_body
 from ..store import InMemoryStore
+from .admission import AdmissionAttributes
 from .context import Reply, RequestContext, ResourceRoute
 from .dryrun import AcceptDryRun, DryRunPolicy
+from .fieldmanager import FieldManager, manager_name
 from .token import CRYPTO_FAILURE, TokenSigner
 
 __all__ = ["INVALID_BEARER_TOKEN", "TokenReviewHandler", "review_token"]
@@ -247,15 +249,19 @@ class TokenReviewHandler:
         *,
         clock: Callable[[], datetime] | None = None,
         dry_run: DryRunPolicy | None = None,
+        fields: FieldManager | None = None,
     ) -> None:
         self.store = store
         self.signer = signer
         self.clock = clock or store.now
         self.dry_run = dry_run or AcceptDryRun()
+        #: Records the writer's ``Update`` entry in the answer's managedFields, as
+        #: kube-apiserver's create handler does before the review is answered.
+        self.fields = fields
 
     async def __call__(self, ctx: RequestContext, route: ResourceRoute) -> Reply:
         request = ctx.request
-        self.dry_run.dry_run(request.query.get("dryRun"))  # (a dry run answers the same)
+        dry_run = self.dry_run.dry_run(request.query.get("dryRun"))  # (answered the same)
         decoded = ctx.decoded_body
         body = decoded[0] if decoded is not None else _body(request)
         review = _check_review(body)
@@ -276,10 +282,15 @@ class TokenReviewHandler:
             "metadata": {**meta, "creationTimestamp": meta.get("creationTimestamp")},
             # (TokenReviewSpec's fields are omitempty: empty audiences are left out)
             "spec": {k: copy.deepcopy(v) for k, v in spec.items() if v not in ([], None)},
-            "status": await review_token(
-                self.store, self.signer, str(token), list(audiences), self.clock()
-            ),
         }
+        if self.fields is not None:
+            attrs = AdmissionAttributes(
+                "CREATE", route.resource, None, None, None, answer, None, dry_run, ctx.user
+            )
+            answer = self.fields.on_write(attrs, manager_name(request)) or answer
+        answer["status"] = await review_token(
+            self.store, self.signer, str(token), list(audiences), self.clock()
+        )
         return _json_response(201, answer)
 
 
