@@ -183,6 +183,9 @@ class APIError(OwnerGCError):
         self.message = message or self.__class__.__name__
         self.reason = reason or self.default_reason or self.__class__.__name__
         self.details = details or {}
+        #: An empty ``details`` given on purpose is sent as ``{}`` (kube-apiserver's 404 for
+        #: a path nothing serves carries one); otherwise empty details are left out.
+        self._empty_details = details is not None and not details
         self.retry_after = retry_after
         self.code = code if code is not None else self.status
         super().__init__(self.message)
@@ -200,7 +203,7 @@ class APIError(OwnerGCError):
         }
         # StatusDetails' fields are all omitempty: an empty group or name is left out.
         details = {k: v for k, v in self.details.items() if v not in ("", None, [], 0)}
-        if details:
+        if details or self._empty_details:
             body["details"] = details
         return body
 

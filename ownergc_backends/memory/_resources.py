@@ -330,6 +330,14 @@ BUILTIN_RESOURCES: tuple[ResourceSpec, ...] = (
         verbs=_CREATE_ONLY,
     ),
     _builtin(
+        "authentication.k8s.io",
+        "v1",
+        "tokenreviews",
+        "TokenReview",
+        namespaced=False,
+        verbs=_CREATE_ONLY,
+    ),
+    _builtin(
         "authorization.k8s.io",
         "v1",
         "localsubjectaccessreviews",

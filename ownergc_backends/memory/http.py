@@ -87,6 +87,7 @@ from ._apiserver.reviews import ReviewHandler
 from ._apiserver.router import NonResourceRoutes, ResourceResolver, RESTDispatcher, Router
 from ._apiserver.scale import ScaleHandler
 from ._apiserver.token import TokenRequestHandler
+from ._apiserver.tokenreview import TokenReviewHandler
 from ._apiserver.watch import OpenWatches, WatchHandler, WatchStreamer
 from ._apiserver.webhookadmission import webhook_admission
 from ._negotiation import negotiate as negotiate  # the tests' Accept checks import it here
@@ -186,6 +187,7 @@ class KubeAPIServer:
             hooks=WriteHooks(self.write_hooks),
             validation=validation,
         )
+        tokens = TokenRequestHandler(self.store)
         self.streamer = WatchStreamer(self.store, self.served, self._printer, self._watches)
         router = Router(
             NonResourceRoutes(openapi or PublishedOpenAPI(self.store)),
@@ -204,11 +206,14 @@ class KubeAPIServer:
                 delete=DeleteHandler(self.store, renderer, writes),
                 deletecollection=DeleteCollectionHandler(self.store, writes),
                 scale=ScaleHandler(self.store, writes.dry_run),
-                review=ReviewHandler(),
-                token=TokenRequestHandler(self.store),
+                review=ReviewHandler(writes.fields),
+                token=tokens,
                 eviction=EvictionHandler(self.store, writes),
                 binding=BindingHandler(self.store, writes),
                 connect=ConnectHandler(self.store),
+                tokenreview=TokenReviewHandler(
+                    self.store, tokens.signer, dry_run=writes.dry_run, fields=writes.fields
+                ),
             ),
             validation,
         )

@@ -109,8 +109,8 @@ async def test_discovery_serves_what_a_real_apiserver_serves(store: InMemoryStor
     assert "deletecollection" not in served[("", "namespaces", "v1")].verbs
     extra = {(r.group, r.resource) for r in result.resources} - set(real)
     # Besides, the kinds a client creates and the server never stores (create only): the
-    # 1.24 server's reviews and core/v1 bindings, and SelfSubjectReview, which newer
-    # servers add (kubectl auth whoami).
+    # 1.24 server's reviews (TokenReview among them) and core/v1 bindings, and
+    # SelfSubjectReview, which newer servers add (kubectl auth whoami).
     reviews = {
         (group, r["name"]): (r["kind"], r["namespaced"], frozenset(r["verbs"]))
         for doc in json.loads(REAL.read_text()).values()
@@ -118,7 +118,6 @@ async def test_discovery_serves_what_a_real_apiserver_serves(store: InMemoryStor
         for r in doc.get("resources", [])
         if (r["name"].endswith("reviews") or (group, r["name"]) == ("", "bindings"))
         and r["verbs"] == ["create"]
-        and r["name"] != "tokenreviews"
     }
     reviews[("authentication.k8s.io", "selfsubjectreviews")] = (
         "SelfSubjectReview",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import datetime, timezone
 from typing import Any
 
 import anyio
@@ -376,7 +377,9 @@ FACADE_PLAIN = {
 
 @pytest.fixture
 async def facade() -> KubeAPIServer:
-    store = InMemoryStore()
+    # A fixed clock: each case is served twice and the bytes compared, and an answer's
+    # managedFields time (a review's too) must not change in between.
+    store = InMemoryStore(clock=lambda: datetime(2026, 11, 27, 10, 0, 0, tzinfo=timezone.utc))
     configmaps = store.resource_for("v1", "ConfigMap")
     for name in ("one", "two"):
         obj = {

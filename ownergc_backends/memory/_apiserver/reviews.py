@@ -2,7 +2,9 @@
 
 The answers come from :mod:`.._reviews` (an allow-all server's, saying so in
 their reason); the user a SelfSubjectReview reports is the one the
-authentication stage put on the request.
+authentication stage put on the request. With a field manager, the answer
+carries the writer's ``Update`` entry in managedFields, as kube-apiserver's
+create handler records it for any created kind.
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ from ownergc.errors import BadRequest
 
 from .._negotiation import _json_response, object_body
 from .._reviews import answer_review
+from .admission import AdmissionAttributes
 from .context import Reply, RequestContext, ResourceRoute
+from .fieldmanager import FieldManager, manager_name
 
 __all__ = ["ReviewHandler"]
 
@@ -19,6 +23,9 @@ __all__ = ["ReviewHandler"]
 class ReviewHandler:
     """``create`` of SelfSubjectAccessReview, SelfSubjectRulesReview, (Local)SubjectAccessReview
     and SelfSubjectReview: 201 with the review and its status."""
+
+    def __init__(self, fields: FieldManager | None = None) -> None:
+        self.fields = fields
 
     async def __call__(self, ctx: RequestContext, route: ResourceRoute) -> Reply:
         body = object_body(ctx.request, "the review")
@@ -41,4 +48,10 @@ class ReviewHandler:
         if ctx.user.uid:
             user["uid"] = ctx.user.uid
         answer = answer_review(resource.group, resource.version, resource.resource, body, user)
+        if self.fields is not None:
+            # (the status is the server's: the field manager leaves it out of the entry)
+            attrs = AdmissionAttributes(
+                "CREATE", resource, route.namespace, None, None, answer, None, False, ctx.user
+            )
+            answer = self.fields.on_write(attrs, manager_name(ctx.request)) or answer
         return _json_response(201, answer)

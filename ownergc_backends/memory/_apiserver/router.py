@@ -194,6 +194,8 @@ class RESTDispatcher:
     binding: RESTHandler | None = None
     #: The connect subresources (``pods/log``, ``exec``, …, the proxies): connect.py.
     connect: RESTHandler | None = None
+    #: ``authentication.k8s.io`` TokenReviews: tokenreview.py.
+    tokenreview: RESTHandler | None = None
 
     def handler_for(self, ctx: RequestContext, route: ResourceRoute) -> RESTHandler:
         method = ctx.request.method
@@ -225,6 +227,12 @@ class RESTDispatcher:
             raise _not_allowed(method)
         if route.subresource == "scale":
             return self.scale
+        if route.resource.group == "authentication.k8s.io" and (
+            route.resource.resource == "tokenreviews"
+        ):
+            if self.tokenreview is None or route.name is not None:
+                raise no_route()  # (GET, PUT, DELETE of a named one: 404, as real)
+            return self.tokenreview if method == "POST" else _create_only
         if self.review is not None and is_review(route.resource.group, route.resource.resource):
             if method != "POST" or route.name is not None:
                 raise _not_allowed(method)
