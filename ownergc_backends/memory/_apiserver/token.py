@@ -149,7 +149,7 @@ class TokenRequestHandler:
         spec = body.get("spec") or {}
         if not isinstance(spec, dict):
             raise BadRequest("spec must be an object", reason="BadRequest")
-        seconds = self._expiration(route.name, spec.get("expirationSeconds"))
+        seconds = self._expiration(spec.get("expirationSeconds"))
         audiences = spec.get("audiences") or [self.issuer]
         if not isinstance(audiences, list) or not all(isinstance(a, str) for a in audiences):
             raise BadRequest("spec.audiences must be a list of strings", reason="BadRequest")
@@ -193,7 +193,7 @@ class TokenRequestHandler:
         return _json_response(201, answer)
 
     @staticmethod
-    def _expiration(name: str, value: Any) -> int:
+    def _expiration(value: Any) -> int:
         if value is None:
             return _DEFAULT_SECONDS
         if not isinstance(value, int) or isinstance(value, bool):
@@ -205,7 +205,8 @@ class TokenRequestHandler:
             detail = "may not specify a duration larger than 2^32 seconds"
         if detail is not None:
             error = FieldError("spec.expirationSeconds", "FieldValueInvalid", detail, value)
-            raise _invalid("TokenRequest", name, [error], "authentication.k8s.io")
+            # (named "": kube-apiserver validates the TokenRequest, which has no name)
+            raise _invalid("TokenRequest", "", [error], "authentication.k8s.io")
         return value
 
     async def _bound_claims(self, namespace: str, account: str, ref: Any) -> JSONDict:
