@@ -30,7 +30,7 @@ _IMMUTABLE_SET: Final = "field is immutable when `immutable` is set"
 _MAX_DATA: Final = 1024 * 1024
 _PORT_RANGE: Final = "must be between 1 and 65535, inclusive"
 _NOT_AN_IP: Final = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
-_NOT_A_CIDR: Final = "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)"
+_NOT_CIDRS: Final = "must be a list of IP ranges. For example, 10.240.0.0/24,10.250.0.0/24 "
 _PROTOCOLS: Final = ("SCTP", "TCP", "UDP")
 _SERVICE_TYPES: Final = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")
 _AFFINITIES: Final = ("ClientIP", "None")
@@ -73,6 +73,11 @@ class _GoValue:
 
     def __repr__(self) -> str:
         return self.shown
+
+
+def _go_strings(values: list[Any]) -> _GoValue:
+    """A ``[]string`` as ``%#v`` prints it."""
+    return _GoValue("[]string{" + ", ".join(json.dumps(v) for v in values) + "}")
 
 
 def _supported(values: tuple[str, ...]) -> str:
@@ -174,13 +179,13 @@ def _non_special_ip(text: str, where: str) -> list[FieldError]:
     errors = []
     if address.is_unspecified:
         errors.append(
-            FieldError(where, "FieldValueInvalid", f"may not be unspecified ({text})", text)
+            FieldError(where, "FieldValueInvalid", "may not be unspecified (0.0.0.0)", text)
         )
     if address.is_loopback:
-        why = "may not be in the loopback range (127.0.0.0/8, ::1/128)"
+        why = "may not be in the loopback range (127.0.0.0/8)"
         errors.append(FieldError(where, "FieldValueInvalid", why, text))
     if address.is_link_local:
-        why = "may not be in the link-local range (169.254.0.0/16, fe80::/10)"
+        why = "may not be in the link-local range (169.254.0.0/16)"
         errors.append(FieldError(where, "FieldValueInvalid", why, text))
     packed = address.packed
     multicast_link_local = (
@@ -189,7 +194,7 @@ def _non_special_ip(text: str, where: str) -> list[FieldError]:
         else packed[0] == 0xFF and packed[1] & 0x0F == 0x02
     )
     if multicast_link_local:
-        why = "may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)"
+        why = "may not be in the link-local multicast range (224.0.0.0/24)"
         errors.append(FieldError(where, "FieldValueInvalid", why, text))
     return errors
 
@@ -280,7 +285,7 @@ def _cluster_ip_fields(spec: JSONDict) -> list[FieldError]:
                 "spec.clusterIPs",
                 "FieldValueInvalid",
                 "element [0] must match clusterIP",
-                cluster_ips,
+                _go_strings(cluster_ips),
             )
         )
     elif not cluster_ip and cluster_ips:
@@ -289,7 +294,7 @@ def _cluster_ip_fields(spec: JSONDict) -> list[FieldError]:
                 "spec.clusterIPs",
                 "FieldValueInvalid",
                 "must be empty when clusterIP is empty",
-                cluster_ips,
+                _go_strings(cluster_ips),
             )
         )
     seen: set[Any] = set()
@@ -322,7 +327,7 @@ def _cluster_ip_fields(spec: JSONDict) -> list[FieldError]:
                         "spec.clusterIPs",
                         "FieldValueInvalid",
                         "'None' must be the first and only value",
-                        cluster_ips,
+                        _go_strings(cluster_ips),
                     )
                 )
             continue
@@ -334,7 +339,10 @@ def _cluster_ip_fields(spec: JSONDict) -> list[FieldError]:
     if len(cluster_ips) > 2:
         errors.append(
             FieldError(
-                "spec.clusterIPs", "FieldValueInvalid", "may only hold up to 2 values", cluster_ips
+                "spec.clusterIPs",
+                "FieldValueInvalid",
+                "may only hold up to 2 values",
+                _go_strings(cluster_ips),
             )
         )
     if bad_ips:
@@ -347,7 +355,7 @@ def _cluster_ip_fields(spec: JSONDict) -> list[FieldError]:
                     "spec.clusterIPs",
                     "FieldValueInvalid",
                     "may specify no more than one IP for each IP family",
-                    cluster_ips,
+                    _go_strings(cluster_ips),
                 )
             )
     families = _list(spec.get("ipFamilies"))
@@ -485,12 +493,9 @@ def _service_errors(body: JSONDict, old_spec: JSONDict | None = None) -> list[Fi
                     where, "FieldValueForbidden", "may only be used when `type` is 'LoadBalancer'"
                 )
             )
-        for index, value in enumerate(ranges):
-            text = value.strip() if isinstance(value, str) else value
-            if not _valid_cidr(text):
-                errors.append(
-                    FieldError(f"{where}[{index}]", "FieldValueInvalid", _NOT_A_CIDR, text)
-                )
+        if not all(isinstance(v, str) and _valid_cidr(v.strip()) for v in ranges):
+            shown = "[" + " ".join(str(v) for v in ranges) + "]"  # (Go's %v of a []string)
+            errors.append(FieldError(where, "FieldValueInvalid", _NOT_CIDRS, shown))
     if (
         spec.get("allocateLoadBalancerNodePorts") is not None
         and kind != "LoadBalancer"
@@ -583,16 +588,7 @@ def _traffic_policies(spec: JSONDict, kind: Any, changed: Any) -> list[FieldErro
                 internal,
             )
         )
-    distribution = spec.get("trafficDistribution")
-    if distribution is not None and distribution != "PreferClose":
-        errors.append(
-            FieldError(
-                "spec.trafficDistribution",
-                "FieldValueNotSupported",
-                'supported values: "PreferClose"',
-                distribution,
-            )
-        )
+    # (trafficDistribution: alpha and off in 1.30, so not checked)
     return errors
 
 
@@ -609,29 +605,155 @@ def _decoded(value: Any) -> bytes | None:
 
 
 def _go_char(char: str) -> str:
+    """A character as Go's JSON scanner quotes it in an error."""
     if char == "'":
         return "'\\''"
-    if char == "\\":
-        return "'\\\\'"
-    if char.isprintable():
-        return f"'{char}'"
+    if char == '"':
+        return "'\"'"
     return "'" + json.dumps(char)[1:-1] + "'"
+
+
+class _JSONSyntax(Exception):
+    pass
+
+
+class _GoJSONScanner:
+    """Go's ``encoding/json`` syntax check, for its first error's words."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.pos = 0
+
+    def fail(self, context: str) -> _JSONSyntax:
+        if self.pos >= len(self.text):
+            return _JSONSyntax("unexpected end of JSON input")
+        return _JSONSyntax(f"invalid character {_go_char(self.text[self.pos])} {context}")
+
+    def peek(self) -> str:
+        if self.pos >= len(self.text):
+            raise _JSONSyntax("unexpected end of JSON input")
+        return self.text[self.pos]
+
+    def space(self) -> None:
+        while self.pos < len(self.text) and self.text[self.pos] in " \t\r\n":
+            self.pos += 1
+
+    def value(self) -> None:
+        self.space()
+        char = self.peek()
+        if char == "{":
+            self.pos += 1
+            self.space()
+            if self.peek() == "}":
+                self.pos += 1
+                return
+            while True:
+                self.space()
+                if self.peek() != '"':
+                    raise self.fail("looking for beginning of object key string")
+                self.string()
+                self.space()
+                if self.peek() != ":":
+                    raise self.fail("after object key")
+                self.pos += 1
+                self.value()
+                self.space()
+                char = self.peek()
+                self.pos += 1
+                if char == "}":
+                    return
+                if char != ",":
+                    self.pos -= 1
+                    raise self.fail("after object key:value pair")
+        elif char == "[":
+            self.pos += 1
+            self.space()
+            if self.peek() == "]":
+                self.pos += 1
+                return
+            while True:
+                self.value()
+                self.space()
+                char = self.peek()
+                self.pos += 1
+                if char == "]":
+                    return
+                if char != ",":
+                    self.pos -= 1
+                    raise self.fail("after array element")
+        elif char == '"':
+            self.string()
+        elif char == "-" or char.isdigit():
+            self.number()
+        elif char in "tfn":
+            word = {"t": "true", "f": "false", "n": "null"}[char]
+            for expected in word[1:]:
+                self.pos += 1
+                if self.peek() != expected:
+                    raise self.fail(f"in literal {word} (expecting {_go_char(expected)})")
+            self.pos += 1
+        else:
+            raise self.fail("looking for beginning of value")
+
+    def string(self) -> None:
+        self.pos += 1
+        while True:
+            char = self.peek()
+            if char == '"':
+                self.pos += 1
+                return
+            if char == "\\":
+                self.pos += 1
+                escape = self.peek()
+                if escape == "u":
+                    for _ in range(4):
+                        self.pos += 1
+                        if self.peek() not in "0123456789abcdefABCDEF":
+                            raise self.fail("in \\u hexadecimal character escape")
+                elif escape not in 'bfnrt"\\/':
+                    raise self.fail("in string escape code")
+            elif ord(char) < 0x20:
+                raise self.fail("in string literal")
+            self.pos += 1
+
+    def digits(self, context: str) -> None:
+        if not self.peek().isdigit():
+            raise self.fail(context)
+        while self.pos < len(self.text) and self.text[self.pos].isdigit():
+            self.pos += 1
+
+    def number(self) -> None:
+        if self.text[self.pos] == "-":
+            self.pos += 1
+        if self.peek() == "0":
+            self.pos += 1
+        else:
+            self.digits("in numeric literal")
+        if self.pos < len(self.text) and self.text[self.pos] == ".":
+            self.pos += 1
+            self.digits("after decimal point in numeric literal")
+        if self.pos < len(self.text) and self.text[self.pos] in "eE":
+            self.pos += 1
+            if self.pos < len(self.text) and self.text[self.pos] in "+-":
+                self.pos += 1
+            self.digits("in exponent of numeric literal")
+
+    def check(self) -> None:
+        self.value()
+        self.space()
+        if self.pos < len(self.text):
+            raise self.fail("after top-level value")
 
 
 def _go_json_error(raw: bytes) -> str | None:
     """Why Go's ``json.Unmarshal`` into a ``map[string]interface{}`` refuses ``raw``
-    (its words for the common cases), or None when it takes it."""
+    (its syntax check's first error, or the type it cannot put in a map), or None."""
     text = raw.decode("utf-8", errors="replace")
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        if not text.strip() or exc.pos >= len(text):
-            return "unexpected end of JSON input"
-        if exc.msg == "Extra data":
-            return f"invalid character {_go_char(text[exc.pos])} after top-level value"
-        if exc.pos == len(text) - len(text.lstrip()):
-            return f"invalid character {_go_char(text[exc.pos])} looking for beginning of value"
-        return f"invalid character {_go_char(text[exc.pos])} looking for beginning of value"
+        _GoJSONScanner(text).check()
+    except _JSONSyntax as exc:
+        return str(exc)
+    value = json.loads(text)
     if value is None or isinstance(value, dict):
         return None
     shown = {list: "array", str: "string", bool: "bool"}.get(type(value), "number")
@@ -664,7 +786,7 @@ def _configmap_errors(body: JSONDict) -> list[FieldError]:
         ]
         size += len(_decoded(value) or b"")
     if size > _MAX_DATA:
-        errors.append(FieldError("", "FieldValueTooLong", f"must have at most {_MAX_DATA} bytes"))
+        errors.append(FieldError("[]", "FieldValueTooLong", f"must have at most {_MAX_DATA} bytes"))
     return errors
 
 
@@ -708,7 +830,7 @@ def _secret_errors(body: JSONDict) -> list[FieldError]:
         if "username" not in data and "password" not in data:
             errors.append(FieldError("data[username]", "FieldValueRequired", ""))
             errors.append(FieldError("data[password]", "FieldValueRequired", ""))
-    elif kind == "kubernetes.io/ssh-auth":
+    elif kind == "kubernetes.io/ssh-auth":  # (1.20 named these data[%s][...])
         if not _decoded(data.get("ssh-privatekey")):
             errors.append(FieldError("data[ssh-privatekey]", "FieldValueRequired", ""))
     elif kind == "kubernetes.io/tls":
