@@ -376,14 +376,16 @@ def _service_errors(body: JSONDict, old_spec: JSONDict | None = None) -> list[Fi
     """``ValidateService`` (1.30); ``old_spec``: the stored Service's, on an update, whose
     type-dependent fields a kept value may still carry (a real server clears those it
     kept when the type changes)."""
-    spec = _dict(body.get("spec"))
+    spec = body.get("spec")
+    if not isinstance(spec, dict):  # (what defaulting gives a Service without a spec)
+        spec = {"type": "ClusterIP", "sessionAffinity": "None", "internalTrafficPolicy": "Cluster"}
     old = old_spec or {}
 
     def changed(key: str) -> bool:
         return old_spec is None or spec.get(key) != old.get(key)
 
     errors: list[FieldError] = []
-    kind = spec.get("type") if "spec" in body else "ClusterIP"
+    kind = spec.get("type")
     ports = [p if isinstance(p, dict) else {} for p in _list(spec.get("ports"))]
     headless = _is_headless(spec)
     if not ports and not headless and kind != "ExternalName":
@@ -399,8 +401,9 @@ def _service_errors(body: JSONDict, old_spec: JSONDict | None = None) -> list[Fi
             )
         )
     elif kind == "ExternalName":
+        # (kept from a stored Service of another type, a real server clears them)
         for key in ("clusterIPs", "ipFamilies"):
-            if _list(spec.get(key)):
+            if _list(spec.get(key)) and changed(key):
                 errors.append(
                     FieldError(
                         f"spec.{key}",
@@ -408,7 +411,7 @@ def _service_errors(body: JSONDict, old_spec: JSONDict | None = None) -> list[Fi
                         "may not be set for ExternalName services",
                     )
                 )
-        if spec.get("ipFamilyPolicy") is not None:
+        if spec.get("ipFamilyPolicy") is not None and changed("ipFamilyPolicy"):
             errors.append(
                 FieldError(
                     "spec.ipFamilyPolicy",

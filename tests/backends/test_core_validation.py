@@ -123,3 +123,16 @@ def test_endpoint_addresses_in_ipv6_and_sloppy_ipv4() -> None:
         'subsets[0].addresses[2].ip: Invalid value: "::1": may not be in the loopback range '
         "(127.0.0.0/8)"
     ]
+
+
+def test_an_update_to_externalname_keeps_the_cluster_ip_fields() -> None:
+    old = _service(clusterIP="10.96.0.9", clusterIPs=["10.96.0.9"], ipFamilies=["IPv4"])
+    old["spec"]["ipFamilyPolicy"] = "SingleStack"
+    new = {"metadata": {"name": "s"}, "spec": {**old["spec"], "type": "ExternalName"}}
+    new["spec"]["externalName"] = "example.com"
+    assert core_spec_update_errors("", "services", new, old) == []
+    assert _messages(core_spec_errors("", "services", new)) == [
+        "spec.clusterIPs: Forbidden: may not be set for ExternalName services",
+        "spec.ipFamilies: Forbidden: may not be set for ExternalName services",
+        "spec.ipFamilyPolicy: Forbidden: may not be set for ExternalName services",
+    ]
