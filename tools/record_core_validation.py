@@ -84,7 +84,11 @@ ADDR = {"addresses": [{"ip": "10.1.2.3"}]}
 
 #: The stored objects the updates patch.
 OBJECTS = {
-    "services": {"svcspec-svc": svc(selector={"app": "x"})},
+    "services": {
+        "svcspec-svc": svc(selector={"app": "x"}),
+        "svcspec-np": svc(type="NodePort", selector={"app": "x"}),
+        "svcspec-lb": svc(type="LoadBalancer", externalTrafficPolicy="Local"),
+    },
     "configmaps": {
         "svcspec-cm": {"data": {"a": "b"}},
         "svcspec-cm-imm": {"data": {"a": "b"}, "binaryData": {"c": b64("d")}, "immutable": True},
@@ -234,6 +238,13 @@ UPDATES = {
         ("svcspec-svc", "second unnamed port"): {"spec": {"ports": [{"port": 80}, {"port": 81}]}},
         ("svcspec-svc", "to NodePort"): {"spec": {"type": "NodePort"}},
         ("svcspec-svc", "selector invalid"): {"spec": {"selector": {"app": "-x"}}},
+        ("svcspec-svc", "to ExternalName"): {
+            "spec": {"type": "ExternalName", "externalName": "example.com"}
+        },
+        ("svcspec-np", "to ClusterIP"): {"spec": {"type": "ClusterIP"}},
+        ("svcspec-np", "externalTrafficPolicy bogus"): {"spec": {"externalTrafficPolicy": "Bogus"}},
+        ("svcspec-lb", "to ClusterIP"): {"spec": {"type": "ClusterIP"}},
+        ("svcspec-lb", "to NodePort"): {"spec": {"type": "NodePort"}},
     },
     "configmaps": {
         ("svcspec-cm", "key invalid"): {"data": {"a b": "c"}},

@@ -468,8 +468,13 @@ def _service_errors(body: JSONDict, old_spec: JSONDict | None = None) -> list[Fi
             FieldError("spec.type", "FieldValueNotSupported", _supported(_SERVICE_TYPES), kind)
         )
     if kind == "ClusterIP":
+        kept = {p.get("nodePort") for p in _list(old.get("ports")) if isinstance(p, dict)} - {
+            None,
+            0,
+        }
+        kept_all = {p.get("nodePort") for p in ports} - {None, 0} == kept
         for index, port in enumerate(ports):
-            if port.get("nodePort") not in (None, 0):
+            if port.get("nodePort") not in (None, 0) and not (old_spec and kept_all):
                 errors.append(
                     FieldError(
                         f"spec.ports[{index}].nodePort",

@@ -55,6 +55,13 @@ DIFFERENCES: dict[tuple[str, str, str], tuple[list[str] | None, str]] = {
         ],
         f"{_VALIDATION_GO} {_ETP}",
     ),
+    ("services", "update", "externalTrafficPolicy bogus"): (
+        [
+            'spec.externalTrafficPolicy: Unsupported value: "Bogus": supported values: '
+            '"Cluster", "Local"'
+        ],
+        f"{_VALIDATION_GO} {_ETP}",
+    ),
     ("services", "create", "externalTrafficPolicy on ClusterIP"): (
         [
             'spec.externalTrafficPolicy: Invalid value: "Local": may only be set for '
