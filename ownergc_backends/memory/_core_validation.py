@@ -263,8 +263,8 @@ def _service_port(
             FieldError(f"{where}.targetPort", "FieldValueInvalid", why, target)
             for why in _port_name(target)
         ]
-    elif target is not None:
-        errors += _port_number(target, f"{where}.targetPort")
+    else:  # (defaulted to the port: left out only with the port)
+        errors += _port_number(0 if target is None else target, f"{where}.targetPort")
     if port.get("appProtocol") is not None:
         errors += _qualified_name(port["appProtocol"], f"{where}.appProtocol")
     return errors
@@ -288,15 +288,8 @@ def _cluster_ip_fields(spec: JSONDict) -> list[FieldError]:
                 _go_strings(cluster_ips),
             )
         )
-    elif not cluster_ip and cluster_ips:
-        errors.append(
-            FieldError(
-                "spec.clusterIPs",
-                "FieldValueInvalid",
-                "must be empty when clusterIP is empty",
-                _go_strings(cluster_ips),
-            )
-        )
+    # (clusterIPs without a clusterIP: the registry sets clusterIP from them, or gives
+    # both anew, before a 1.30 server validates)
     seen: set[Any] = set()
     for index, family in enumerate(_list(spec.get("ipFamilies"))):
         where = f"spec.ipFamilies[{index}]"
