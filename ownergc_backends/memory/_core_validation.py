@@ -930,7 +930,9 @@ def core_spec_update_errors(
     if group != "":
         return []
     if resource == "services":
-        return _service_errors(body, _dict(existing.get("spec")))
+        if not isinstance(existing.get("spec"), dict):
+            return []  # (a metadata-only copy, loaded as it came: serve's preview)
+        return _service_errors(body, existing["spec"])
     if resource == "configmaps":
         return _immutable_data(body, existing, ("data", "binaryData")) + _configmap_errors(body)
     if resource == "secrets":

@@ -295,7 +295,7 @@ class WriteRules:
             errors += validate_name(name, spec.name_rule.value)
         errors += validate_labels(meta.get("labels", {}))
         errors += validate_annotations(meta.get("annotations", {}))
-        errors += core_spec_errors(spec.group, spec.resource, body)
+        errors += [] if load else core_spec_errors(spec.group, spec.resource, body)
         errors += validate_finalizers(meta.get("finalizers", []))
         errors += validate_owner_references(meta.get("ownerReferences", []))
         if not load:
