@@ -21,7 +21,7 @@ from typing import Any, Final
 
 from ownergc.protocols import JSONDict
 
-from ._validation import FieldError, qualified_name_errors, validate_labels
+from ._validation import FieldError, GoValue, qualified_name_errors, validate_labels
 
 __all__ = ["core_spec_errors", "core_spec_update_errors"]
 
@@ -63,21 +63,9 @@ _CONFIG_KEY_RULE: Final = (
 )
 
 
-class _GoValue:
-    """A field error's value shown as Go's ``%#v`` shows an internal struct."""
-
-    __slots__ = ("shown",)
-
-    def __init__(self, shown: str) -> None:
-        self.shown = shown
-
-    def __repr__(self) -> str:
-        return self.shown
-
-
-def _go_strings(values: list[Any]) -> _GoValue:
+def _go_strings(values: list[Any]) -> GoValue:
     """A ``[]string`` as ``%#v`` prints it."""
-    return _GoValue("[]string{" + ", ".join(json.dumps(v) for v in values) + "}")
+    return GoValue("[]string{" + ", ".join(json.dumps(v) for v in values) + "}")
 
 
 def _supported(values: tuple[str, ...]) -> str:
@@ -233,10 +221,10 @@ def _qualified_name(value: Any, where: str) -> list[FieldError]:
 # -- Services ----------------------------------------------------------------------
 
 
-def _go_service_port(port: JSONDict) -> _GoValue:
+def _go_service_port(port: JSONDict) -> GoValue:
     protocol = port.get("protocol") or ""
     number = port.get("port") if _is_int(port.get("port")) else 0
-    return _GoValue(
+    return GoValue(
         f'core.ServicePort{{Name:"", Protocol:"{protocol}", AppProtocol:(*string)(nil), '
         f'Port:{number}, TargetPort:intstr.IntOrString{{Type:0, IntVal:0, StrVal:""}}, '
         "NodePort:0}"
@@ -480,9 +468,7 @@ def _service_errors(body: JSONDict, old_spec: JSONDict | None = None) -> list[Fi
         pair = (port.get("protocol"), port.get("port"))
         if pair in seen_ports:
             errors.append(
-                FieldError(
-                    f"spec.ports[{index}]", "FieldValueDuplicate", repr(_go_service_port(port))
-                )
+                FieldError(f"spec.ports[{index}]", "FieldValueDuplicate", _go_service_port(port))
             )
         seen_ports.add(pair)
     ranges = _list(spec.get("loadBalancerSourceRanges"))
