@@ -1207,9 +1207,60 @@ def prepare_for_create(group: str, version: str, resource: str, obj: JSONDict) -
     return preparer(obj, version, uid if isinstance(uid, str) else "")
 
 
+def _node_ports(spec: JSONDict) -> set[Any]:
+    return {
+        port.get("nodePort")
+        for port in spec.get("ports") or []
+        if isinstance(port, dict) and port.get("nodePort") not in (None, 0)
+    }
+
+
+def _drop_type_dependent_fields(old: JSONDict, new: JSONDict) -> None:
+    """A Service's update to a type that has no use for a field it kept as it was
+    (node ports, the health-check node port, the traffic policy, the cluster IPs of an
+    ExternalName Service) drops it, as the Service strategy's update preparation does."""
+    spec, old_spec = new.get("spec"), old.get("spec")
+    if not isinstance(spec, dict) or not isinstance(old_spec, dict):
+        return
+    kind = spec.get("type")
+    needs_node_ports = kind == "NodePort" or (
+        kind == "LoadBalancer" and spec.get("allocateLoadBalancerNodePorts") is not False
+    )
+    if not needs_node_ports and _node_ports(spec) == _node_ports(old_spec):
+        for port in spec.get("ports") or []:
+            if isinstance(port, dict):
+                port.pop("nodePort", None)
+    local_balancer = kind == "LoadBalancer" and spec.get("externalTrafficPolicy") == "Local"
+    if not local_balancer and spec.get("healthCheckNodePort") == old_spec.get(
+        "healthCheckNodePort"
+    ):
+        spec.pop("healthCheckNodePort", None)
+    if kind != "LoadBalancer":
+        spec.pop("allocateLoadBalancerNodePorts", None)
+    reachable = kind in ("NodePort", "LoadBalancer") or (
+        kind == "ClusterIP" and bool(spec.get("externalIPs"))
+    )
+    if not reachable and spec.get("externalTrafficPolicy") == old_spec.get("externalTrafficPolicy"):
+        spec.pop("externalTrafficPolicy", None)
+    if kind == "ExternalName":
+        if (spec.get("clusterIP"), spec.get("clusterIPs")) == (
+            old_spec.get("clusterIP"),
+            old_spec.get("clusterIPs"),
+        ):
+            spec.pop("clusterIP", None)
+            spec.pop("clusterIPs", None)
+        for key in ("ipFamilies", "ipFamilyPolicy"):
+            if spec.get(key) == old_spec.get(key):
+                spec.pop(key, None)
+
+
 def prepare_for_update(group: str, resource: str, old: JSONDict, new: JSONDict) -> None:
     """What a strategy's update preparation adds here: a DaemonSet's template-generation
-    annotation, which clients cannot set, goes up by one when its template changes."""
+    annotation, which clients cannot set, goes up by one when its template changes; a
+    Service changing type drops the fields kept that its new type has no use for."""
+    if (group, resource) == ("", "services"):
+        _drop_type_dependent_fields(old, new)
+        return
     if (group, resource) != ("apps", "daemonsets"):
         return
     old_annotations = (old.get("metadata") or {}).get("annotations") or {}

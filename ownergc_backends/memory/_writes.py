@@ -50,6 +50,7 @@ from ._core import (
     name_mismatch,
     not_found,
 )
+from ._core_validation import core_spec_errors, core_spec_update_errors
 from ._crd import CRD_CLEANUP_FINALIZER, CRDServing, crd_serving, crd_status
 from ._defaults import (
     STATUS_KEPT_ON_CREATE,
@@ -300,6 +301,7 @@ class WriteRules:
             errors += validate_name(name, spec.name_rule.value)
         errors += validate_labels(meta.get("labels", {}))
         errors += validate_annotations(meta.get("annotations", {}))
+        errors += [] if load else core_spec_errors(spec.group, spec.resource, body)
         errors += validate_finalizers(meta.get("finalizers", []))
         errors += validate_owner_references(meta.get("ownerReferences", []))
         if not load:
@@ -495,6 +497,7 @@ class WriteRules:
         )
         errors += validate_labels(meta.get("labels", {}))
         errors += validate_annotations(meta.get("annotations", {}))
+        errors += core_spec_update_errors(spec.group, spec.resource, body, existing)
         errors += validate_finalizers(finalizers)
         errors += validate_owner_references(meta.get("ownerReferences", []))
         errors += self._custom_resource_errors(bucket, stored_version, body)

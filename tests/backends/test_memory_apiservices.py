@@ -60,6 +60,7 @@ async def test_an_aggregated_api_without_its_server_fails_discovery() -> None:
             "apiVersion": "v1",
             "kind": "Service",
             "metadata": {"name": "custom-metrics", "namespace": "kube-system"},
+            "spec": {"ports": [{"port": 443}]},
         }
     )
     custom = api_service(
