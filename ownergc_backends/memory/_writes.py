@@ -96,6 +96,7 @@ from ._validation import (
     validate_name,
     validate_owner_references,
 )
+from ._workload_validation import workload_errors, workload_update_errors
 
 __all__ = ["WriteRules"]
 
@@ -294,6 +295,7 @@ class WriteRules:
             errors += validate_name(name, spec.name_rule.value)
         errors += validate_labels(meta.get("labels", {}))
         errors += validate_annotations(meta.get("annotations", {}))
+        errors += workload_errors(spec.group, spec.resource, body) if not load else []
         errors += validate_finalizers(meta.get("finalizers", []))
         errors += validate_owner_references(meta.get("ownerReferences", []))
         if not load:
@@ -481,6 +483,11 @@ class WriteRules:
         )
         errors += validate_labels(meta.get("labels", {}))
         errors += validate_annotations(meta.get("annotations", {}))
+        errors += (
+            workload_update_errors(spec.group, spec.resource, body, existing)
+            if subresource is None
+            else []
+        )
         errors += validate_finalizers(finalizers)
         errors += validate_owner_references(meta.get("ownerReferences", []))
         errors += self._custom_resource_errors(bucket, stored_version, body)
