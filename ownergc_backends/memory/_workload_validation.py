@@ -384,22 +384,13 @@ def _job_spec(spec: JSONDict, path: str) -> list[FieldError]:
         "activeDeadlineSeconds",
         "backoffLimit",
         "ttlSecondsAfterFinished",
+        "backoffLimitPerIndex",
     ):
         _nonnegative(errors, spec, key, f"{path}.{key}")
     mode = spec.get("completionMode")
     indexed = mode == "Indexed"
     per_index = spec.get("backoffLimitPerIndex")
     max_failed = spec.get("maxFailedIndexes")
-    if per_index is not None:
-        _nonnegative(errors, spec, "backoffLimitPerIndex", f"{path}.backoffLimitPerIndex")
-        if not indexed:
-            errors.append(
-                FieldError(
-                    f"{path}.backoffLimitPerIndex",
-                    "FieldValueForbidden",
-                    "requires indexed completion mode",
-                )
-            )
     if max_failed is not None:
         _nonnegative(errors, spec, "maxFailedIndexes", f"{path}.maxFailedIndexes")
         if per_index is None:
@@ -408,14 +399,6 @@ def _job_spec(spec: JSONDict, path: str) -> list[FieldError]:
                     f"{path}.backoffLimitPerIndex",
                     "FieldValueRequired",
                     "when maxFailedIndexes is specified",
-                )
-            )
-        if not indexed:
-            errors.append(
-                FieldError(
-                    f"{path}.maxFailedIndexes",
-                    "FieldValueForbidden",
-                    "requires indexed completion mode",
                 )
             )
     if mode is not None:
@@ -466,14 +449,15 @@ def _job_spec(spec: JSONDict, path: str) -> list[FieldError]:
                         max_failed,
                     )
                 )
-            if _is_int(completions) and per_index is not None and completions > _INDEXED_LIMIT:
+    if mode in (None, "NonIndexed"):
+        for key, value in (("backoffLimitPerIndex", per_index), ("maxFailedIndexes", max_failed)):
+            if value is not None:
                 errors.append(
                     FieldError(
-                        f"{path}.completions",
+                        f"{path}.{key}",
                         "FieldValueInvalid",
-                        f"must be less than or equal to {_INDEXED_LIMIT} when "
-                        "backoffLimitPerIndex is specified",
-                        completions,
+                        "requires indexed completion mode",
+                        value,
                     )
                 )
     failure_policy = spec.get("podFailurePolicy")
@@ -481,15 +465,16 @@ def _job_spec(spec: JSONDict, path: str) -> list[FieldError]:
         errors += _pod_failure_policy(spec, failure_policy, f"{path}.podFailurePolicy")
     replacement = spec.get("podReplacementPolicy")
     if replacement is not None:
-        if failure_policy is not None and replacement != "Failed":
-            errors.append(
-                FieldError(
-                    f"{path}.podReplacementPolicy",
-                    "FieldValueNotSupported",
-                    _supported(("Failed",)),
-                    replacement,
+        if failure_policy is not None:
+            if replacement != "Failed":
+                errors.append(
+                    FieldError(
+                        f"{path}.podReplacementPolicy",
+                        "FieldValueNotSupported",
+                        _supported(("Failed",)),
+                        replacement,
+                    )
                 )
-            )
         elif replacement not in ("Failed", "TerminatingOrFailed"):
             errors.append(
                 FieldError(
@@ -501,7 +486,15 @@ def _job_spec(spec: JSONDict, path: str) -> list[FieldError]:
             )
     pod_spec = _dict(_dict(spec.get("template")).get("spec"))
     restart = pod_spec.get("restartPolicy", "")
-    if restart not in ("OnFailure", "Never"):
+    if restart in ("Always", ""):
+        errors.append(
+            FieldError(
+                f"{path}.template.spec.restartPolicy",
+                "FieldValueRequired",
+                'valid values: "OnFailure", "Never"',
+            )
+        )
+    elif restart not in ("OnFailure", "Never"):
         errors.append(
             FieldError(
                 f"{path}.template.spec.restartPolicy",
@@ -543,8 +536,9 @@ def _pod_failure_policy(spec: JSONDict, policy: JSONDict, path: str) -> list[Fie
                 errors.append(
                     FieldError(
                         f"{here}.action",
-                        "FieldValueForbidden",
+                        "FieldValueInvalid",
                         "requires the backoffLimitPerIndex to be set",
+                        action,
                     )
                 )
         elif action not in _FAILURE_ACTIONS:
@@ -555,7 +549,7 @@ def _pod_failure_policy(spec: JSONDict, policy: JSONDict, path: str) -> list[Fie
             )
         exit_codes = rule.get("onExitCodes")
         conditions = rule.get("onPodConditions")
-        if exit_codes is not None and conditions is not None:
+        if exit_codes is not None and conditions:
             errors.append(
                 _Omitted(
                     here,
@@ -581,16 +575,12 @@ def _job(spec: JSONDict) -> list[FieldError]:
 _CONCURRENCY: Final = ("Allow", "Forbid", "Replace")
 
 
-def _cron_job(spec: JSONDict, name: str, allow_tz: bool) -> list[FieldError]:
+def _cron_job(spec: JSONDict, name: str, old_spec: JSONDict | None) -> list[FieldError]:
     errors: list[FieldError] = []
-    if len(name) > 52:
-        errors.append(
-            FieldError(
-                "metadata.name", "FieldValueInvalid", "must be no more than 52 characters", name
-            )
-        )
     schedule = spec.get("schedule", "")
     time_zone = spec.get("timeZone")
+    old_schedule = old_spec.get("schedule") if old_spec is not None else None
+    allow_tz = isinstance(old_schedule, str) and "TZ" in old_schedule
     if not schedule:
         errors.append(FieldError("spec.schedule", "FieldValueRequired", ""))
     elif isinstance(schedule, str):
@@ -617,6 +607,9 @@ def _cron_job(spec: JSONDict, name: str, allow_tz: bool) -> list[FieldError]:
                     )
                 )
     _nonnegative(errors, spec, "startingDeadlineSeconds", "spec.startingDeadlineSeconds")
+    changed_zone = old_spec is None or old_spec.get("timeZone") != time_zone
+    if isinstance(time_zone, str) and changed_zone:
+        errors += _time_zone_errors(time_zone)
     policy = spec.get("concurrencyPolicy", "")
     if policy == "":
         errors.append(FieldError("spec.concurrencyPolicy", "FieldValueRequired", ""))
@@ -631,11 +624,53 @@ def _cron_job(spec: JSONDict, name: str, allow_tz: bool) -> list[FieldError]:
         )
     job_spec = _dict(_dict(spec.get("jobTemplate")).get("spec"))
     errors += _job_spec(job_spec, "spec.jobTemplate.spec")
+    if job_spec.get("selector") is not None:
+        errors.append(
+            FieldError(
+                "spec.jobTemplate.spec.selector",
+                "FieldValueInvalid",
+                "`selector` will be auto-generated",
+                _Go(_label_selector(job_spec["selector"])),
+            )
+        )
+    if job_spec.get("manualSelector") is True:
+        errors.append(
+            FieldError(
+                "spec.jobTemplate.spec.manualSelector",
+                "FieldValueNotSupported",
+                _supported(("nil", "false")),
+                True,
+            )
+        )
     _nonnegative(errors, spec, "successfulJobsHistoryLimit", "spec.successfulJobsHistoryLimit")
     _nonnegative(errors, spec, "failedJobsHistoryLimit", "spec.failedJobsHistoryLimit")
-    if isinstance(time_zone, str):
-        errors += _time_zone_errors(time_zone)
+    if old_spec is None and len(name) > 52:
+        errors.append(
+            FieldError(
+                "metadata.name", "FieldValueInvalid", "must be no more than 52 characters", name
+            )
+        )
     return errors
+
+
+def _label_selector(selector: Any) -> str:
+    """A ``*v1.LabelSelector`` as ``%#v`` prints its pointee (maps in key order)."""
+    selector = _dict(selector)
+    labels = _dict(selector.get("matchLabels"))
+    shown_labels = (
+        "map[string]string{"
+        + ", ".join(f"{_go_string(k)}:{_go_string(v)}" for k, v in sorted(labels.items()))
+        + "}"
+        if labels
+        else "map[string]string(nil)"
+    )
+    expressions = selector.get("matchExpressions")
+    shown_expressions = (
+        "[]v1.LabelSelectorRequirement{...}"
+        if expressions
+        else "[]v1.LabelSelectorRequirement(nil)"
+    )
+    return f"v1.LabelSelector{{MatchLabels:{shown_labels}, MatchExpressions:{shown_expressions}}}"
 
 
 _TIME_ZONE_PART: Final = re.compile(r"^[A-Za-z.\-_0-9+]{1,14}$")
@@ -823,7 +858,7 @@ def schedule_error(schedule: str) -> str | None:
         return f"expected exactly 5 fields, found {len(fields)}: [{' '.join(fields)}]"
     try:
         for text, (low, high, names) in zip(fields, _FIELDS, strict=True):
-            for expr in text.split(","):
+            for expr in (part for part in text.split(",") if part):  # (Go's FieldsFunc)
                 _cron_range(expr, low, high, names)
     except _CronError as error:
         return str(error)
@@ -840,7 +875,7 @@ def _zone_loads(zone: str) -> bool:
 
 # -- autoscaling ----------------------------------------------------------------------
 
-_METRIC_TYPES: Final = ("Object", "Pods", "Resource", "External", "ContainerResource")
+_METRIC_TYPES: Final = ("ContainerResource", "External", "Object", "Pods", "Resource")
 _METRIC_FIELDS: Final = {
     "Object": "object",
     "Pods": "pods",
@@ -998,7 +1033,12 @@ def _hpa(spec: JSONDict, v1_shape: bool) -> list[FieldError]:
     _scale_target(ref_errors, _dict(spec.get("scaleTargetRef")), "spec.scaleTargetRef")
     if ref_errors:
         return errors + ref_errors
-    if v1_shape:
+    scale_to_zero = FieldError(
+        "spec.metrics",
+        "FieldValueForbidden",
+        "must specify at least one Object or External metric to support scaling to zero replicas",
+    )
+    if v1_shape:  # (converted to one Resource metric on cpu)
         percent = spec.get("targetCPUUtilizationPercentage")
         if _is_int(percent) and percent < 1:
             errors.append(
@@ -1009,10 +1049,18 @@ def _hpa(spec: JSONDict, v1_shape: bool) -> list[FieldError]:
                     percent,
                 )
             )
+        if minimum == 0:
+            errors.append(scale_to_zero)
         return errors
     metrics = spec.get("metrics")
-    for index, metric in enumerate(metrics if isinstance(metrics, list) else []):
+    metrics = metrics if isinstance(metrics, list) else []
+    for index, metric in enumerate(metrics):
         _metric(errors, _dict(metric), f"spec.metrics[{index}]")
+    scales_on_objects = any(
+        _dict(metric).get("type") in ("Object", "External") for metric in metrics
+    )
+    if minimum == 0 and not scales_on_objects:
+        errors.append(scale_to_zero)
     return errors
 
 
@@ -1071,11 +1119,13 @@ _CHECKS: Final[dict[tuple[str, str], Callable[[JSONDict], list[FieldError]]]] = 
 }
 
 
-def _spec_errors(group: str, resource: str, body: JSONDict, allow_tz: bool) -> list[FieldError]:
+def _spec_errors(
+    group: str, resource: str, body: JSONDict, old_spec: JSONDict | None
+) -> list[FieldError]:
     spec = _dict(body.get("spec"))
     if (group, resource) == ("batch", "cronjobs"):
         name = _dict(body.get("metadata")).get("name", "")
-        return _cron_job(spec, name if isinstance(name, str) else "", allow_tz)
+        return _cron_job(spec, name if isinstance(name, str) else "", old_spec)
     if (group, resource) == ("autoscaling", "horizontalpodautoscalers"):
         v1_shape = body.get("apiVersion") == "autoscaling/v1" or (
             "targetCPUUtilizationPercentage" in spec and "metrics" not in spec
@@ -1089,7 +1139,7 @@ def workload_errors(group: str, resource: str, body: Any) -> list[FieldError]:
     """A create's refusals of a workload kind's spec (a defaulted body)."""
     if not isinstance(body, dict):
         return []
-    return _spec_errors(group, resource, body, allow_tz=False)
+    return _spec_errors(group, resource, body, None)
 
 
 def _immutable(errors: list[FieldError], path: str, new: Any, old: Any, shown: Any) -> None:
@@ -1137,15 +1187,7 @@ def workload_update_errors(group: str, resource: str, body: Any, existing: Any) 
     if not isinstance(body, dict) or not isinstance(existing, dict):
         return []
     spec, old_spec = _dict(body.get("spec")), _dict(existing.get("spec"))
-    allow_tz = False
-    if (group, resource) == ("batch", "cronjobs"):
-        old_schedule = old_spec.get("schedule")
-        allow_tz = isinstance(old_schedule, str) and "TZ" in old_schedule
-    errors = [
-        error
-        for error in _spec_errors(group, resource, body, allow_tz)
-        if error.field != "metadata.name"
-    ]
+    errors = _spec_errors(group, resource, body, old_spec)
     if (group, resource) == ("apps", "statefulsets"):
         kept = {k: v for k, v in spec.items() if k not in _STATEFUL_SET_MUTABLE}
         old_kept = {k: v for k, v in old_spec.items() if k not in _STATEFUL_SET_MUTABLE}
