@@ -983,7 +983,11 @@ def _metric(errors: list[FieldError], metric: JSONDict, path: str) -> None:
     if len(present) >= 1 and present[0] in ("resource", "containerResource"):
         _resource_metric(errors, _dict(metric.get(present[0])), f"{path}.{present[0]}")
     expected = _METRIC_FIELDS.get(kind)
-    if expected is not None and metric.get(expected) is None:
+    if expected is None:  # (the source switch's default says it again)
+        errors.append(
+            FieldError(f"{path}.type", "FieldValueNotSupported", _supported(_METRIC_TYPES), kind)
+        )
+    elif metric.get(expected) is None:
         errors.append(
             FieldError(
                 f"{path}.{expected}",
@@ -1188,6 +1192,10 @@ def workload_update_errors(group: str, resource: str, body: Any, existing: Any) 
         return []
     spec, old_spec = _dict(body.get("spec")), _dict(existing.get("spec"))
     errors = _spec_errors(group, resource, body, old_spec)
+    if (group, resource) == ("batch", "jobs"):
+        # The Job strategy validates the new Job, then the update, which validates the
+        # spec again: each of its errors is listed twice.
+        errors += errors
     if (group, resource) == ("apps", "statefulsets"):
         kept = {k: v for k, v in spec.items() if k not in _STATEFUL_SET_MUTABLE}
         old_kept = {k: v for k, v in old_spec.items() if k not in _STATEFUL_SET_MUTABLE}
