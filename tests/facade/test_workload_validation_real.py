@@ -12,8 +12,20 @@ Serve follows 1.30. The recorded server served CronJob as batch/v1beta1,
 PodDisruptionBudget as policy/v1beta1 and HPA v2 as autoscaling/v2beta2; serve sends
 the same bodies as batch/v1, policy/v1 and autoscaling/v2 (the shapes are the same
 for these fields). Where 1.30 answers otherwise, :data:`DIFFERENCES` gives its
-answer and where it was learned. Go prints a pointer inside a struct as its address,
-which changes with every request: addresses are compared as ``0x…``.
+answer and where it was learned. Two differences apply to whole groups and are
+made by rewriting the recorded answer instead:
+
+* every CronJob schedule refusal: 1.20 parsed with robfig/cron v1 ("Expected exactly
+  5 fields, found 1: bogus"), 1.30 with robfig/cron v3 (parser.go: the same words
+  starting lower-case, and a wrong field count's fields printed as a Go slice,
+  "expected exactly 5 fields, found 1: [bogus]"): :func:`_cron_v3`;
+* a PodDisruptionBudget's spec printed whole (minAvailable and maxUnavailable both
+  set): 1.26+ has the UnhealthyPodEvictionPolicy field (pkg/apis/policy/types.go):
+  :func:`_pdb_v130`.
+
+Go prints a pointer inside a struct as its address, which changes with every
+request: addresses are compared as ``0x…``; a Job's template printed whole in
+"field is immutable" (hundreds of fields, with uids) is compared by its type.
 """
 
 from __future__ import annotations
