@@ -82,6 +82,7 @@ from ._pod_ips import validate_pod_ips
 from ._registry import CRD_KEY, ResourceRegistry
 from ._resources import ResourceSpec
 from ._service_ips import allocate
+from ._spec_validation import selector_errors, selector_update_errors
 from ._storage import ObjectStorage
 from ._subresources import meta_for_status, subresource_errors, subresource_update
 from ._validation import (
@@ -300,6 +301,8 @@ class WriteRules:
         errors += validate_owner_references(meta.get("ownerReferences", []))
         if not load:
             errors += self._custom_resource_errors(bucket, version, body)
+            if (spec.group, spec.resource) != ("batch", "jobs"):  # (a Job's: once generated)
+                errors += selector_errors(spec.group, spec.resource, body)
         if errors:
             raise invalid(bucket, name, errors)
         if not load:
@@ -333,6 +336,8 @@ class WriteRules:
             stored.pop("status", None)  # set through /status only (a copy keeps its own)
         if not load and not spec.computed:
             prepared = prepare_for_create(spec.group, version, spec.resource, stored)
+            if (spec.group, spec.resource) == ("batch", "jobs"):
+                prepared += selector_errors(spec.group, spec.resource, stored)
             if spec.group == "" and spec.resource == "services":
                 prepared += self._allocate_service(stored, None)
             if prepared:
@@ -493,6 +498,8 @@ class WriteRules:
         errors += self._custom_resource_errors(bucket, stored_version, body)
         if subresource == "status" and spec.group == "" and spec.resource == "pods":
             errors += validate_pod_ips(body.get("status"))
+        if subresource != "status":  # (a status write keeps the stored spec)
+            errors += selector_update_errors(spec.group, spec.resource, body, existing)
         if errors:
             raise invalid(bucket, name, errors)
 
