@@ -21,7 +21,8 @@ from collections.abc import Callable
 from typing import Any, Final, TypeGuard
 
 from ._patch import json_equal
-from ._validation import FieldError
+from ._selectors import go_selector
+from ._validation import FieldError, GoValue
 
 __all__ = ["workload_errors", "workload_update_errors"]
 
@@ -34,17 +35,6 @@ _PERCENT_MESSAGE: Final = (
     "a valid percent string must be a numeric string followed by an ending '%' "
     "(e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')"
 )
-
-
-class _Go:
-    """A value shown as Go's ``%#v`` shows it (never JSON-encodable: ``_shown`` uses
-    its ``repr``)."""
-
-    def __init__(self, shown: str) -> None:
-        self.shown = shown
-
-    def __repr__(self) -> str:
-        return self.shown
 
 
 def _is_int(value: Any) -> TypeGuard[int]:
@@ -70,11 +60,11 @@ def _go_string(value: Any) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _int_or_string(value: Any) -> _Go:
+def _int_or_string(value: Any) -> GoValue:
     if isinstance(value, str):
-        return _Go(f"intstr.IntOrString{{Type:1, IntVal:0, StrVal:{_go_string(value)}}}")
+        return GoValue(f"intstr.IntOrString{{Type:1, IntVal:0, StrVal:{_go_string(value)}}}")
     number = value if _is_int(value) else 0
-    return _Go(f'intstr.IntOrString{{Type:0, IntVal:{number}, StrVal:""}}')
+    return GoValue(f'intstr.IntOrString{{Type:0, IntVal:{number}, StrVal:""}}')
 
 
 def _percent(value: Any) -> int | None:
@@ -192,7 +182,7 @@ def _deployment_strategy(errors: list[FieldError], strategy: JSONDict, path: str
                 path,
                 "FieldValueNotSupported",
                 _supported(("Recreate", "RollingUpdate")),
-                _Go(shown),
+                GoValue(shown),
             )
         )
 
@@ -265,7 +255,7 @@ def _stateful_set(spec: JSONDict) -> list[FieldError]:
                     "spec.updateStrategy.rollingUpdate",
                     "FieldValueInvalid",
                     "only allowed for updateStrategy 'RollingUpdate'",
-                    _Go(_stateful_rolling_update(_dict(rolling))),
+                    GoValue(_stateful_rolling_update(_dict(rolling))),
                 )
             )
     elif kind == "RollingUpdate":
@@ -283,7 +273,7 @@ def _stateful_set(spec: JSONDict) -> list[FieldError]:
                 "spec.updateStrategy",
                 "FieldValueInvalid",
                 "must be 'RollingUpdate' or 'OnDelete'",
-                _Go(shown),
+                GoValue(shown),
             )
         )
     retention = spec.get("persistentVolumeClaimRetentionPolicy")
@@ -365,7 +355,7 @@ def _daemon_set(spec: JSONDict) -> list[FieldError]:
                 path,
                 "FieldValueNotSupported",
                 _supported(("RollingUpdate", "OnDelete")),
-                _Go(shown),
+                GoValue(shown),
             )
         )
     _nonnegative(errors, spec, "revisionHistoryLimit", "spec.revisionHistoryLimit")
@@ -634,7 +624,7 @@ def _cron_job(spec: JSONDict, name: str, old_spec: JSONDict | None) -> list[Fiel
                 "spec.jobTemplate.spec.selector",
                 "FieldValueInvalid",
                 "`selector` will be auto-generated",
-                _Go(_label_selector(job_spec["selector"])),
+                go_selector(job_spec["selector"]),
             )
         )
     if job_spec.get("manualSelector") is True:
@@ -655,26 +645,6 @@ def _cron_job(spec: JSONDict, name: str, old_spec: JSONDict | None) -> list[Fiel
             )
         )
     return errors
-
-
-def _label_selector(selector: Any) -> str:
-    """A ``*v1.LabelSelector`` as ``%#v`` prints its pointee (maps in key order)."""
-    selector = _dict(selector)
-    labels = _dict(selector.get("matchLabels"))
-    shown_labels = (
-        "map[string]string{"
-        + ", ".join(f"{_go_string(k)}:{_go_string(v)}" for k, v in sorted(labels.items()))
-        + "}"
-        if labels
-        else "map[string]string(nil)"
-    )
-    expressions = selector.get("matchExpressions")
-    shown_expressions = (
-        "[]v1.LabelSelectorRequirement{...}"
-        if expressions
-        else "[]v1.LabelSelectorRequirement(nil)"
-    )
-    return f"v1.LabelSelector{{MatchLabels:{shown_labels}, MatchExpressions:{shown_expressions}}}"
 
 
 _TIME_ZONE_PART: Final = re.compile(r"^[A-Za-z.\-_0-9+]{1,14}$")
@@ -1094,7 +1064,7 @@ def _pdb(spec: JSONDict) -> list[FieldError]:
                 "spec",
                 "FieldValueInvalid",
                 "minAvailable and maxUnavailable cannot be both set",
-                _Go(shown),
+                GoValue(shown),
             )
         )
     for key, value in (("minAvailable", minimum), ("maxUnavailable", maximum)):
@@ -1242,11 +1212,13 @@ def workload_update_errors(group: str, resource: str, body: Any, existing: Any) 
                     "spec.template",
                     "FieldValueInvalid",
                     "field is immutable",
-                    _Go("core.PodTemplateSpec{...}"),
+                    GoValue("core.PodTemplateSpec{...}"),
                 )
             )
         for key in ("completionMode", "podFailurePolicy", "backoffLimitPerIndex"):
             new_value, old_value = spec.get(key), old_spec.get(key)
-            shown = new_value if not isinstance(new_value, dict) else _Go(f"&batch.{key}{{...}}")
+            shown = (
+                new_value if not isinstance(new_value, dict) else GoValue(f"&batch.{key}{{...}}")
+            )
             _immutable(errors, f"spec.{key}", new_value, old_value, shown)
     return errors
