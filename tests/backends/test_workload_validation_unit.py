@@ -170,3 +170,12 @@ def test_a_statefulset_may_change_its_retention_policy() -> None:
         }
     }
     assert workload_update_errors("apps", "statefulsets", new, old) == []
+
+
+def test_an_update_leaving_a_stored_spec_as_it_is_passes() -> None:
+    # (an object loaded from elsewhere, never validated, stays writable)
+    loaded = {"spec": {"replicas": -1, "strategy": {"type": "Bogus"}}}
+    relabelled = {"metadata": {"labels": {"a": "b"}}, "spec": loaded["spec"]}
+    assert workload_update_errors("apps", "deployments", relabelled, loaded) == []
+    scaled = {"spec": {**loaded["spec"], "replicas": -2}}
+    assert workload_update_errors("apps", "deployments", scaled, loaded) != []
