@@ -10,32 +10,12 @@ tests/facade/test_workload_validation_real.py.
 
 import copy
 import json
-import ssl
 import sys
-import urllib.error
-import urllib.request
 from pathlib import Path
 
-BASE, NS, HDR = (
-    "https://127.0.0.1:16443",
-    "workloadspec",
-    {"Authorization": "Bearer kcm-bench-token"},
-)
-ctx = ssl._create_unverified_context()
+from _real_apiserver import call  # tools/
 
-
-def call(method, path, body=None, ctype="application/json"):
-    req = urllib.request.Request(
-        BASE + path,
-        data=None if body is None else json.dumps(body).encode(),
-        method=method,
-        headers={**HDR, "Content-Type": ctype},
-    )
-    try:
-        r = urllib.request.urlopen(req, context=ctx)
-        return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
+NS = "workloadspec"
 
 
 TEMPLATE = {
