@@ -100,6 +100,7 @@ from ._validation import (
     validate_name,
     validate_owner_references,
 )
+from ._workload_validation import workload_errors, workload_update_errors
 
 __all__ = ["WriteRules"]
 
@@ -301,7 +302,9 @@ class WriteRules:
             errors += validate_name(name, spec.name_rule.value)
         errors += validate_labels(meta.get("labels", {}))
         errors += validate_annotations(meta.get("annotations", {}))
-        errors += [] if load else core_spec_errors(spec.group, spec.resource, body)
+        if not load:
+            errors += core_spec_errors(spec.group, spec.resource, body)
+            errors += workload_errors(spec.group, spec.resource, body)
         errors += validate_finalizers(meta.get("finalizers", []))
         errors += validate_owner_references(meta.get("ownerReferences", []))
         if not load:
@@ -498,6 +501,8 @@ class WriteRules:
         errors += validate_labels(meta.get("labels", {}))
         errors += validate_annotations(meta.get("annotations", {}))
         errors += core_spec_update_errors(spec.group, spec.resource, body, existing)
+        if subresource is None:
+            errors += workload_update_errors(spec.group, spec.resource, body, existing)
         errors += validate_finalizers(finalizers)
         errors += validate_owner_references(meta.get("ownerReferences", []))
         errors += self._custom_resource_errors(bucket, stored_version, body)
