@@ -83,7 +83,17 @@ POD_CASES = [
     ("env valueFrom empty", S(C(env=[{"name": "A", "valueFrom": {}}]))),
     (
         "env value and valueFrom",
-        S(C(env=[{"name": "A", "value": "x", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}])),
+        S(
+            C(
+                env=[
+                    {
+                        "name": "A",
+                        "value": "x",
+                        "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}},
+                    }
+                ]
+            )
+        ),
     ),
     (
         "env valueFrom two sources",
@@ -115,7 +125,10 @@ POD_CASES = [
     ),
     ("volume name empty", S(volumes=[{"name": "", "emptyDir": {}}])),
     ("volume name not a DNS label", S(volumes=[{"name": "Data", "emptyDir": {}}])),
-    ("duplicate volume names", S(volumes=[{"name": "v", "emptyDir": {}}, {"name": "v", "emptyDir": {}}])),
+    (
+        "duplicate volume names",
+        S(volumes=[{"name": "v", "emptyDir": {}}, {"name": "v", "emptyDir": {}}]),
+    ),
     ("volume without source", S(volumes=[{"name": "v"}])),
     (
         "volume with two sources",
@@ -131,7 +144,10 @@ POD_CASES = [
     ("volumeMount names no volume", S(C(volumeMounts=[{"name": "data", "mountPath": "/data"}]))),
     (
         "volumeMount without mountPath",
-        S(C(volumeMounts=[{"name": "v", "mountPath": ""}]), volumes=[{"name": "v", "emptyDir": {}}]),
+        S(
+            C(volumeMounts=[{"name": "v", "mountPath": ""}]),
+            volumes=[{"name": "v", "emptyDir": {}}],
+        ),
     ),
     ("volumeMount without name", S(C(volumeMounts=[{"name": "", "mountPath": "/a"}]))),
     (
@@ -155,7 +171,10 @@ POD_CASES = [
             volumes=[{"name": "v", "emptyDir": {}}],
         ),
     ),
-    ("cpu request above limit", S(C(resources={"requests": {"cpu": "200m"}, "limits": {"cpu": "100m"}}))),
+    (
+        "cpu request above limit",
+        S(C(resources={"requests": {"cpu": "200m"}, "limits": {"cpu": "100m"}})),
+    ),
     (
         "memory request above limit",
         S(C(resources={"requests": {"memory": "128Mi"}, "limits": {"memory": "64Mi"}})),
@@ -173,21 +192,37 @@ POD_CASES = [
         "liveness successThreshold 2",
         S(C(livenessProbe={"exec": {"command": ["true"]}, "successThreshold": 2})),
     ),
-    ("probe negative periodSeconds", S(C(readinessProbe={"exec": {"command": ["true"]}, "periodSeconds": -1}))),
+    (
+        "probe negative periodSeconds",
+        S(C(readinessProbe={"exec": {"command": ["true"]}, "periodSeconds": -1})),
+    ),
     ("probe httpGet port 0", S(C(readinessProbe={"httpGet": {"port": 0}}))),
     ("probe httpGet named port invalid", S(C(readinessProbe={"httpGet": {"port": "No_Such"}}))),
     ("terminationGracePeriodSeconds negative", S(terminationGracePeriodSeconds=-5)),
     ("activeDeadlineSeconds 0", S(activeDeadlineSeconds=0)),
     ("nodeSelector bad key", S(nodeSelector={"a b": "x"})),
     ("nodeSelector bad value", S(nodeSelector={"disk": "x y"})),
-    ("toleration operator unsupported", S(tolerations=[{"key": "k", "operator": "In", "value": "v"}])),
-    ("toleration Exists with value", S(tolerations=[{"key": "k", "operator": "Exists", "value": "v"}])),
+    (
+        "toleration operator unsupported",
+        S(tolerations=[{"key": "k", "operator": "In", "value": "v"}]),
+    ),
+    (
+        "toleration Exists with value",
+        S(tolerations=[{"key": "k", "operator": "Exists", "value": "v"}]),
+    ),
     ("toleration empty key with Equal", S(tolerations=[{"operator": "Equal", "value": "v"}])),
-    ("toleration effect unsupported", S(tolerations=[{"key": "k", "operator": "Exists", "effect": "Never"}])),
+    (
+        "toleration effect unsupported",
+        S(tolerations=[{"key": "k", "operator": "Exists", "effect": "Never"}]),
+    ),
     ("toleration bad key", S(tolerations=[{"key": "a b", "operator": "Exists"}])),
     (
         "tolerationSeconds without NoExecute",
-        S(tolerations=[{"key": "k", "operator": "Exists", "effect": "NoSchedule", "tolerationSeconds": 5}]),
+        S(
+            tolerations=[
+                {"key": "k", "operator": "Exists", "effect": "NoSchedule", "tolerationSeconds": 5}
+            ]
+        ),
     ),
     ("hostname invalid", S(hostname="Bad_Host")),
     ("serviceAccountName invalid", S(serviceAccountName="Bad_SA")),
@@ -219,7 +254,10 @@ TEMPLATE_CASES = [
     ("restartPolicy unsupported", S(restartPolicy="Sometimes")),
     ("container without image", S({"name": "c"})),
     ("volumeMount names no volume", S(C(volumeMounts=[{"name": "data", "mountPath": "/data"}]))),
-    ("cpu request above limit", S(C(resources={"requests": {"cpu": "200m"}, "limits": {"cpu": "100m"}}))),
+    (
+        "cpu request above limit",
+        S(C(resources={"requests": {"cpu": "200m"}, "limits": {"cpu": "100m"}})),
+    ),
     ("containerPort 70000 and bad name", S(C(name="Bad", ports=[{"containerPort": 70000}]))),
     ("no containers", {"automountServiceAccountToken": False, "containers": []}),
 ]
@@ -251,7 +289,11 @@ def templated(kind, name, spec, restart):
 
 
 def path_of(kind):
-    return f"{TEMPLATED[kind][2]}/namespaces/{NS}/{kind}" if kind != "pods" else f"/api/v1/namespaces/{NS}/pods"
+    return (
+        f"{TEMPLATED[kind][2]}/namespaces/{NS}/{kind}"
+        if kind != "pods"
+        else f"/api/v1/namespaces/{NS}/pods"
+    )
 
 
 def essentials(status, body):
@@ -267,7 +309,11 @@ def essentials(status, body):
 
 def main():
     out = {"namespace": NS, "server": "v1.20.2", "exchanges": []}
-    call("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+    call(
+        "POST",
+        "/api/v1/namespaces",
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}},
+    )
     call(
         "POST",
         f"/api/v1/namespaces/{NS}/serviceaccounts",
@@ -280,7 +326,12 @@ def main():
     )
     pods = path_of("pods")
     for case, spec in POD_CASES:
-        body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "podspec-new"}, "spec": spec}
+        body = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "podspec-new"},
+            "spec": spec,
+        }
         s, b = call("POST", pods + "?dryRun=All", body)
         out["exchanges"].append(
             {"kind": "pods", "op": "create", "case": case, "body": body, "answer": essentials(s, b)}
@@ -291,7 +342,13 @@ def main():
             body = templated(kind, "podspec-new", spec, restart)
             s, b = call("POST", path_of(kind) + "?dryRun=All", body)
             out["exchanges"].append(
-                {"kind": kind, "op": "create", "case": case, "body": body, "answer": essentials(s, b)}
+                {
+                    "kind": kind,
+                    "op": "create",
+                    "case": case,
+                    "body": body,
+                    "answer": essentials(s, b),
+                }
             )
     # Updates: a stored Pod and Deployment, merge-patched (dryRun=All).
     pod = {
@@ -311,7 +368,10 @@ def main():
     patches = [
         ("image changed", {"spec": {"containers": [{"name": "c", "image": "nginx:2"}]}}),
         ("env changed", {"spec": {"containers": [C(env=[{"name": "A", "value": "2"}])]}}),
-        ("container added", {"spec": {"containers": [C(env=[{"name": "A", "value": "1"}]), C(name="d")]}}),
+        (
+            "container added",
+            {"spec": {"containers": [C(env=[{"name": "A", "value": "1"}]), C(name="d")]}},
+        ),
         ("activeDeadlineSeconds lowered", {"spec": {"activeDeadlineSeconds": 50}}),
         ("activeDeadlineSeconds raised", {"spec": {"activeDeadlineSeconds": 200}}),
         ("activeDeadlineSeconds removed", {"spec": {"activeDeadlineSeconds": None}}),
@@ -338,7 +398,13 @@ def main():
             "PATCH", pods + "/podspec-stored?dryRun=All", patch, "application/merge-patch+json"
         )
         out["exchanges"].append(
-            {"kind": "pods", "op": "update", "case": case, "body": patch, "answer": essentials(s, b)}
+            {
+                "kind": "pods",
+                "op": "update",
+                "case": case,
+                "body": patch,
+                "answer": essentials(s, b),
+            }
         )
     dep = templated("deployments", "podspec-stored", S(), None)
     call("DELETE", path_of("deployments") + "/podspec-stored")
@@ -346,9 +412,15 @@ def main():
     assert s == 201, b
     out["stored"]["deployments"] = dep
     dep_patches = [
-        ("image removed", {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": ""}]}}}}),
+        (
+            "image removed",
+            {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": ""}]}}}},
+        ),
         ("restartPolicy Never", {"spec": {"template": {"spec": {"restartPolicy": "Never"}}}}),
-        ("image changed", {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:2"}]}}}}),
+        (
+            "image changed",
+            {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:2"}]}}}},
+        ),
     ]
     for case, patch in dep_patches:
         s, b = call(
@@ -358,7 +430,13 @@ def main():
             "application/merge-patch+json",
         )
         out["exchanges"].append(
-            {"kind": "deployments", "op": "update", "case": case, "body": patch, "answer": essentials(s, b)}
+            {
+                "kind": "deployments",
+                "op": "update",
+                "case": case,
+                "body": patch,
+                "answer": essentials(s, b),
+            }
         )
     json.dump(out, sys.stdout, indent=1, sort_keys=True)
     sys.stdout.write("\n")

@@ -79,6 +79,7 @@ from ._patch import (
     json_equal,
 )
 from ._pod_ips import validate_pod_ips
+from ._podspec_validation import pod_spec_errors, pod_spec_update_errors
 from ._registry import CRD_KEY, ResourceRegistry
 from ._resources import ResourceSpec
 from ._service_ips import allocate
@@ -296,6 +297,7 @@ class WriteRules:
         errors += validate_annotations(meta.get("annotations", {}))
         errors += validate_finalizers(meta.get("finalizers", []))
         errors += validate_owner_references(meta.get("ownerReferences", []))
+        errors += pod_spec_errors(spec.group, spec.resource, body)
         if not load:
             errors += self._custom_resource_errors(bucket, version, body)
         if errors:
@@ -483,6 +485,7 @@ class WriteRules:
         errors += validate_annotations(meta.get("annotations", {}))
         errors += validate_finalizers(finalizers)
         errors += validate_owner_references(meta.get("ownerReferences", []))
+        errors += pod_spec_update_errors(spec.group, spec.resource, body, existing, subresource)
         errors += self._custom_resource_errors(bucket, stored_version, body)
         if subresource == "status" and spec.group == "" and spec.resource == "pods":
             errors += validate_pod_ips(body.get("status"))
