@@ -297,8 +297,8 @@ class WriteRules:
         errors += validate_annotations(meta.get("annotations", {}))
         errors += validate_finalizers(meta.get("finalizers", []))
         errors += validate_owner_references(meta.get("ownerReferences", []))
-        errors += pod_spec_errors(spec.group, spec.resource, body)
         if not load:
+            errors += pod_spec_errors(spec.group, spec.resource, body)
             errors += self._custom_resource_errors(bucket, version, body)
         if errors:
             raise invalid(bucket, name, errors)
