@@ -260,6 +260,11 @@ TEMPLATE_CASES = [
     ),
     ("containerPort 70000 and bad name", S(C(name="Bad", ports=[{"containerPort": 70000}]))),
     ("no containers", {"automountServiceAccountToken": False, "containers": []}),
+    ("activeDeadlineSeconds", S(activeDeadlineSeconds=30)),
+    (
+        "init container with a probe",
+        S(initContainers=[C(name="i", readinessProbe={"exec": {"command": ["true"]}})]),
+    ),
 ]
 LABELS = {"app": "podspec"}
 
@@ -401,6 +406,40 @@ def main():
             {
                 "kind": "pods",
                 "op": "update",
+                "case": case,
+                "body": patch,
+                "answer": essentials(s, b),
+            }
+        )
+    json_patches = [
+        (
+            "image only",
+            [{"op": "replace", "path": "/spec/containers/0/image", "value": "nginx:latest"}],
+        ),
+        (
+            "port added",
+            [{"op": "add", "path": "/spec/containers/0/ports", "value": [{"containerPort": 80}]}],
+        ),
+        (
+            "toleration seconds added",
+            [{"op": "add", "path": "/spec/tolerations/0/tolerationSeconds", "value": 5}],
+        ),
+        (
+            "image and env",
+            [
+                {"op": "replace", "path": "/spec/containers/0/image", "value": "nginx:latest"},
+                {"op": "replace", "path": "/spec/containers/0/env/0/value", "value": "2"},
+            ],
+        ),
+    ]
+    for case, patch in json_patches:
+        s, b = call(
+            "PATCH", pods + "/podspec-stored?dryRun=All", patch, "application/json-patch+json"
+        )
+        out["exchanges"].append(
+            {
+                "kind": "pods",
+                "op": "json-patch",
                 "case": case,
                 "body": patch,
                 "answer": essentials(s, b),

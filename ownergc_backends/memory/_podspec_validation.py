@@ -93,6 +93,15 @@ _TEMPLATES: Final[dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...], 
     ),
     ("", "podtemplates"): (("template",), (), True),
 }
+#: The workloads whose template may not set ``activeDeadlineSeconds`` (a Deployment's
+#: is checked as its ReplicaSet's and named so).
+_NO_DEADLINE: Final = {
+    "deployments": "ReplicaSet",
+    "replicasets": "ReplicaSet",
+    "daemonsets": "DaemonSet",
+    "statefulsets": "StatefulSet",
+    "replicationcontrollers": "ReplicationController",
+}
 
 _RESTART_POLICIES: Final = ("Always", "OnFailure", "Never")
 _DNS_POLICIES: Final = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")
@@ -888,12 +897,13 @@ def pod_spec_errors(group: str, resource: str, body: Any) -> list[FieldError]:
     restart = spec.get("restartPolicy")
     if restart_policies and restart not in restart_policies:
         errors.append(_not_supported(f"{path}.restartPolicy", restart, restart_policies))
-    if resource == "statefulsets" and spec.get("activeDeadlineSeconds") is not None:
+    owner = _NO_DEADLINE.get(resource)
+    if owner is not None and spec.get("activeDeadlineSeconds") is not None:
         errors.append(
             FieldError(
                 f"{path}.activeDeadlineSeconds",
                 _FORBIDDEN,
-                "activeDeadlineSeconds in StatefulSet is not Supported",
+                f"activeDeadlineSeconds in {owner} is not Supported",
             )
         )
     return errors
@@ -912,24 +922,15 @@ def _semantic(value: Any) -> Any:
 
 
 def _toleration_update_errors(new: Any, old: Any, path: str) -> list[FieldError]:
-    """Existing tolerations stay (only a NoExecute one's ``tolerationSeconds`` may change)."""
-    remaining = [_semantic(t) for _, t in _dicts(new)]
+    """Existing tolerations stay; only their ``tolerationSeconds`` may change."""
+
+    def without_seconds(toleration: dict[str, Any]) -> Any:
+        return _semantic({k: v for k, v in toleration.items() if k != "tolerationSeconds"})
+
+    remaining = [without_seconds(t) for _, t in _dicts(new)]
     for _, toleration in _dicts(old):
-        want = _semantic(toleration)
-        match = next(
-            (
-                i
-                for i, have in enumerate(remaining)
-                if {k: v for k, v in have.items() if k != "tolerationSeconds"}
-                == {k: v for k, v in want.items() if k != "tolerationSeconds"}
-                and (
-                    have.get("tolerationSeconds") == want.get("tolerationSeconds")
-                    or want.get("effect") == "NoExecute"
-                )
-            ),
-            None,
-        )
-        if match is None:
+        want = without_seconds(toleration)
+        if want not in remaining:
             return [
                 FieldError(
                     path,
@@ -937,7 +938,7 @@ def _toleration_update_errors(new: Any, old: Any, path: str) -> list[FieldError]
                     "existing toleration can not be modified except its tolerationSeconds",
                 )
             ]
-        remaining.pop(match)
+        remaining.remove(want)
     return []
 
 
