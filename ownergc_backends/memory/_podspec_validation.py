@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from fractions import Fraction
 from typing import Any, Final
 
 from ownergc.errors import BadRequest
@@ -505,9 +506,11 @@ def _quantity_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-def _parse_quantity(value: Any, kind: str) -> Any:
+def _parse_quantity(value: Any, kind: str) -> Fraction:
     """A quantity's exact value; one that does not parse cannot be decoded (a 400)."""
-    parsed = quantity_value(value)
+    if value is None:  # (a null decodes to the zero quantity)
+        return Fraction(0)
+    parsed = Fraction(value) if isinstance(value, float) else quantity_value(value)
     if parsed is None:
         raise BadRequest(
             f'{kind} in version "v1" cannot be handled as a {kind}: {_QUANTITY_SYNTAX}',

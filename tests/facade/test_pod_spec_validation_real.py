@@ -250,3 +250,68 @@ def test_image_only_update_is_allowed(server: KubeAPIServer) -> None:
     )
     assert status == 200, answer
     assert answer["spec"]["containers"][0]["image"] == "nginx:latest"
+
+
+def _create_pod(server: KubeAPIServer, spec: dict[str, Any]) -> tuple[int, Any]:
+    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "podspec-x"}, "spec": spec}
+    status, _, answer = send(server, "POST", PATHS["pods"] + "?dryRun=All", json.dumps(body))
+    return status, answer
+
+
+def test_sidecar_init_container_may_have_probes(server: KubeAPIServer) -> None:
+    """1.30's sidecars: an init container with ``restartPolicy: Always`` may have
+    probes; a plain one may not, and a regular container may not set the field."""
+    probe = {"exec": {"command": ["true"]}}
+    sidecar = {"name": "s", "image": "x", "restartPolicy": "Always", "readinessProbe": probe}
+    assert (
+        _create_pod(
+            server, {"containers": [{"name": "c", "image": "x"}], "initContainers": [sidecar]}
+        )[0]
+        == 201
+    )
+    status, answer = _create_pod(
+        server, {"containers": [{"name": "c", "image": "x", "restartPolicy": "Always"}]}
+    )
+    assert status == 422
+    assert answer["message"] == (
+        'Pod "podspec-x" is invalid: spec.containers[0].restartPolicy: Forbidden: '
+        "may not be set for non-init containers"
+    )
+
+
+def test_extended_resource_requests_equal_limits(server: KubeAPIServer) -> None:
+    resources = {"requests": {"example.com/gpu": "1"}, "limits": {"example.com/gpu": "2"}}
+    status, answer = _create_pod(
+        server, {"containers": [{"name": "c", "image": "x", "resources": resources}]}
+    )
+    assert status == 422
+    assert answer["message"] == (
+        'Pod "podspec-x" is invalid: spec.containers[0].resources.requests: Invalid value: '
+        '"1": must be equal to example.com/gpu limit of 2'
+    )
+
+
+def test_stateful_set_template_spec_is_not_validated(server: KubeAPIServer) -> None:
+    """As on 1.30 (and 1.20, recorded): only the restart policy and
+    ``activeDeadlineSeconds`` of a StatefulSet's template are checked."""
+    body = {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": "podspec-x"},
+        "spec": {
+            "serviceName": "s",
+            "selector": {"matchLabels": {"a": "b"}},
+            "template": {
+                "metadata": {"labels": {"a": "b"}},
+                "spec": {"containers": [{"name": "c"}], "activeDeadlineSeconds": 5},
+            },
+        },
+    }
+    status, _, answer = send(
+        server, "POST", PATHS["statefulsets"] + "?dryRun=All", json.dumps(body)
+    )
+    assert status == 422
+    assert answer["message"] == (
+        'StatefulSet.apps "podspec-x" is invalid: spec.template.spec.activeDeadlineSeconds: '
+        "Forbidden: activeDeadlineSeconds in StatefulSet is not Supported"
+    )
