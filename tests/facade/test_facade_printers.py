@@ -43,6 +43,13 @@ def pod_template(name: str, image: str, **labels: str) -> dict[str, Any]:
     }
 
 
+def job_template(name: str, image: str, **labels: str) -> dict[str, Any]:
+    """A Job's pod template: its restart policy one a Job allows."""
+    template = pod_template(name, image, **labels)
+    template["spec"]["restartPolicy"] = "Never"
+    return template
+
+
 def create(server: KubeAPIServer, path: str, body: dict[str, Any]) -> dict[str, Any]:
     """Create ``body``; its ``status``, which a create resets (as the kinds' strategies
     do), is then written as a controller would: through ``/status`` where the kind has
@@ -115,7 +122,7 @@ def test_job_status_completions_and_duration(server: KubeAPIServer) -> None:
             "completions": 1,
             "manualSelector": True,
             "selector": {"matchLabels": {"job-name": "pi"}},
-            "template": pod_template("pi", "perl:5.34", **{"job-name": "pi"}),
+            "template": job_template("pi", "perl:5.34", **{"job-name": "pi"}),
         },
         "status": {
             "succeeded": 1,
@@ -139,7 +146,7 @@ def test_a_running_job_lasts_until_now(server: KubeAPIServer) -> None:
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {"name": "crunch"},
-        "spec": {"parallelism": 3, "template": pod_template("crunch", "busybox")},
+        "spec": {"parallelism": 3, "template": job_template("crunch", "busybox")},
         "status": {"active": 3, "succeeded": 0, "startTime": ago(hours=3)},
     }
     create(server, "/apis/batch/v1/namespaces/default/jobs", job)
@@ -157,7 +164,7 @@ def test_cronjob_schedule_suspend_active_last_schedule(server: KubeAPIServer) ->
         "spec": {
             "schedule": "0 3 * * *",
             "suspend": False,
-            "jobTemplate": {"spec": {"template": pod_template("backup", "restic")}},
+            "jobTemplate": {"spec": {"template": job_template("backup", "restic")}},
         },
         "status": {
             "active": [{"kind": "Job", "name": "nightly-1", "namespace": "default"}],
