@@ -1,32 +1,12 @@
 """Record how a real kube-apiserver 1.20 reads labelSelector query strings (lists of ConfigMaps)."""
 
 import json
-import ssl
 import sys
 import urllib.parse
-import urllib.request
 
-BASE, NS, HDR = (
-    "https://127.0.0.1:16443",
-    "lead-labelquery",
-    {"Authorization": "Bearer kcm-bench-token"},
-)
-ctx = ssl._create_unverified_context()
+from _real_apiserver import call  # tools/
 
-
-def call(method, path, body=None):
-    req = urllib.request.Request(
-        BASE + path,
-        data=None if body is None else json.dumps(body).encode(),
-        method=method,
-        headers={**HDR, "Content-Type": "application/json"},
-    )
-    try:
-        r = urllib.request.urlopen(req, context=ctx)
-        return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
-
+NS = "lead-labelquery"
 
 OBJECTS = {
     "a1": {"a": "1"},

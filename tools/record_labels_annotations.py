@@ -1,31 +1,11 @@
 """Record label/annotation validation answers from the real kube-apiserver 1.20."""
 
 import json
-import ssl
 import sys
-import urllib.request
 
-BASE, NS, HDR = (
-    "https://127.0.0.1:16443",
-    "lead-labels",
-    {"Authorization": "Bearer kcm-bench-token"},
-)
-ctx = ssl._create_unverified_context()
+from _real_apiserver import call  # tools/
 
-
-def call(method, path, body=None, ctype="application/json"):
-    req = urllib.request.Request(
-        BASE + path,
-        data=None if body is None else json.dumps(body).encode(),
-        method=method,
-        headers={**HDR, "Content-Type": ctype},
-    )
-    try:
-        r = urllib.request.urlopen(req, context=ctx)
-        return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
-
+NS = "lead-labels"
 
 KINDS = {
     "configmaps": (
@@ -121,65 +101,73 @@ def essentials(status, body):
     }
 
 
-out = []
-call(
-    "POST",
-    "/api/v1/namespaces",
-    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}},
-)
-call(
-    "POST",
-    f"/api/v1/namespaces/{NS}/serviceaccounts",
-    {
-        "apiVersion": "v1",
-        "kind": "ServiceAccount",
-        "metadata": {"name": "default"},
-        "automountServiceAccountToken": False,
-    },
-)
-for kind, (path, base) in KINDS.items():
-    name = f"lbl-{kind}"
-    call("DELETE", f"{path}/{name}")
-    s, b = call("POST", path, {**base, "metadata": {"name": name}})
-    assert s == 201, (kind, b)
-    for what, meta in METAS:
-        if kind not in ("configmaps", "deployments") and what not in (
-            "label key with a space",
-            "annotation key with ~",
-            "labels and annotations bad",
-        ):
-            continue
-        obj = {**base, "metadata": {"name": f"{name}-new", **meta}}
-        s, b = call("POST", path + "?dryRun=All", obj)
-        out.append(
-            {
-                "kind": kind,
-                "case": what,
-                "op": "create",
-                "metadata": meta,
-                "answer": essentials(s, b),
-            }
-        )
-        s, b = call(
-            "PATCH", f"{path}/{name}?dryRun=All", {"metadata": meta}, "application/merge-patch+json"
-        )
-        out.append(
-            {
-                "kind": kind,
-                "case": what,
-                "op": "update",
-                "metadata": meta,
-                "answer": essentials(s, b),
-            }
-        )
-    call("DELETE", f"{path}/{name}")
-json.dump(
-    {
-        "server": "kube-apiserver v1.20.2",
-        "namespace": NS,
-        "objects": {k: v[1] for k, v in KINDS.items()},
-        "exchanges": out,
-    },
-    sys.stdout,
-    indent=1,
-)
+def main() -> None:
+    out = []
+    call(
+        "POST",
+        "/api/v1/namespaces",
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}},
+    )
+    call(
+        "POST",
+        f"/api/v1/namespaces/{NS}/serviceaccounts",
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": "default"},
+            "automountServiceAccountToken": False,
+        },
+    )
+    for kind, (path, base) in KINDS.items():
+        name = f"lbl-{kind}"
+        call("DELETE", f"{path}/{name}")
+        s, b = call("POST", path, {**base, "metadata": {"name": name}})
+        assert s == 201, (kind, b)
+        for what, meta in METAS:
+            if kind not in ("configmaps", "deployments") and what not in (
+                "label key with a space",
+                "annotation key with ~",
+                "labels and annotations bad",
+            ):
+                continue
+            obj = {**base, "metadata": {"name": f"{name}-new", **meta}}
+            s, b = call("POST", path + "?dryRun=All", obj)
+            out.append(
+                {
+                    "kind": kind,
+                    "case": what,
+                    "op": "create",
+                    "metadata": meta,
+                    "answer": essentials(s, b),
+                }
+            )
+            s, b = call(
+                "PATCH",
+                f"{path}/{name}?dryRun=All",
+                {"metadata": meta},
+                "application/merge-patch+json",
+            )
+            out.append(
+                {
+                    "kind": kind,
+                    "case": what,
+                    "op": "update",
+                    "metadata": meta,
+                    "answer": essentials(s, b),
+                }
+            )
+        call("DELETE", f"{path}/{name}")
+    json.dump(
+        {
+            "server": "kube-apiserver v1.20.2",
+            "namespace": NS,
+            "objects": {k: v[1] for k, v in KINDS.items()},
+            "exchanges": out,
+        },
+        sys.stdout,
+        indent=1,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ownergc._core.builtin_kinds import BUILTIN_KINDS
+from ownergc._core.builtin_kinds import BUILTIN_KINDS, REMOVED_VERSIONS
 
 __all__ = [
     "KindInfo",
@@ -124,6 +124,17 @@ def check_owner_kind(ref: Mapping[str, Any], owner_kind: KindInfo | None) -> Vio
     if owner_kind is not None:
         return None
     kind, api_version = ref.get("kind"), ref.get("apiVersion")
+    removed = REMOVED_VERSIONS.get((str(api_version), str(kind)))
+    if removed is not None:
+        release, instead = removed
+        return Violation(
+            "unknown-owner-kind",
+            f"owner kind {kind} in {api_version} is not served since Kubernetes {release}; "
+            "the GC cannot map it and never collects this object",
+            f"use apiVersion {instead} (the owner's uid is the same in every version)"
+            if instead
+            else f"Kubernetes has no {kind} since {release}: remove the reference",
+        )
     return Violation(
         "unknown-owner-kind",
         f"owner kind {kind} in {api_version} is not served; the GC cannot map it and "

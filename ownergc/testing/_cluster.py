@@ -21,6 +21,7 @@ import anyio
 import anyio.abc
 import anyio.from_thread
 
+from ownergc._core.builtin_kinds import REMOVED_VERSIONS
 from ownergc._kit.manifests import Manifest, ManifestError, apply_order
 from ownergc.errors import APIError, RESTMappingError
 
@@ -68,15 +69,14 @@ def load_manifests(store: InMemoryStore, manifests: Iterable[Manifest]) -> int:
 def _not_served(obj: Mapping[str, Any]) -> str:
     """Why an object's kind is not served: a version Kubernetes v1.30 no longer serves
     (with the release and the version to use), or an unknown kind."""
-    from ownergc_backends.memory._resources import REMOVED_VERSIONS
-
     api_version, kind = str(obj.get("apiVersion")), str(obj.get("kind"))
     removed = REMOVED_VERSIONS.get((api_version, kind))
     if removed is not None:
         release, instead = removed
         return (
             f"{kind} in {api_version} is not served: Kubernetes stopped serving "
-            f"{api_version} {kind} in {release} (ownergc serve is v1.30); use {instead}"
+            f"{api_version} {kind} in {release} (ownergc serve is v1.30); "
+            + (f"use {instead}" if instead else f"Kubernetes has no {kind} since then")
         )
     return (
         f"{kind} in {api_version} is not served (a built-in kind ownergc does not know, "

@@ -46,6 +46,7 @@ from typing import Any, Final
 from ownergc.protocols import JSONDict
 
 from ._patch import copy_json
+from ._selectors import label_selector_matches, label_selector_requirements
 from ._validation import FieldError
 
 __all__ = [
@@ -745,6 +746,7 @@ def _csi_driver(obj: JSONDict, version: str) -> None:
 
 
 def _priority_class(obj: JSONDict, version: str) -> None:
+    _default(obj, "value", 0)  # (an int32 without omitempty: always written)
     _default(obj, "preemptionPolicy", "PreemptLowerPriority")
 
 
@@ -1110,7 +1112,8 @@ def _prepare_job(obj: JSONDict, version: str, uid: str) -> list[FieldError]:
         for key, value in expected.items()
         if labels.get(key) != value
     ]
-    if not selects(selector, expected):
+    # (a selector that does not parse is refused for that instead: see _spec_validation)
+    if label_selector_requirements(selector) is not None and not selects(selector, expected):
         errors.append(
             FieldError(
                 "spec.selector", "FieldValueInvalid", "`selector` not auto-generated", selector
@@ -1120,24 +1123,9 @@ def _prepare_job(obj: JSONDict, version: str, uid: str) -> list[FieldError]:
 
 
 def selects(selector: JSONDict, labels: dict[str, str]) -> bool:
-    """Whether a label selector (matchLabels and matchExpressions) selects ``labels``."""
-    match_labels = selector.get("matchLabels") or {}
-    if any(labels.get(key) != value for key, value in match_labels.items()):
-        return False
-    for requirement in selector.get("matchExpressions") or []:
-        if not isinstance(requirement, dict):
-            return False
-        key, operator = requirement.get("key"), requirement.get("operator")
-        values = requirement.get("values") or []
-        value = labels.get(key) if isinstance(key, str) else None
-        present = value is not None
-        if operator == "In" and not (present and value in values):
-            return False
-        if operator == "NotIn" and present and value in values:
-            return False
-        if (operator == "Exists") is not present and operator in ("Exists", "DoesNotExist"):
-            return False
-    return True
+    """Whether a label selector (matchLabels and matchExpressions) selects ``labels``
+    (one that does not parse selects nothing: see :func:`label_selector_matches`)."""
+    return label_selector_matches(selector, labels)
 
 
 def _prepare_status(status: JSONDict) -> Preparer:

@@ -26,6 +26,7 @@ from typing import Any, Literal
 from ._fieldmanager.schema import Node, builtin_schema, crd_schema, strategic_merge_keys
 
 __all__ = [
+    "JSONPatchNotApplied",
     "PatchError",
     "apply_json_merge_patch",
     "apply_json_patch",
@@ -33,6 +34,7 @@ __all__ = [
     "check_json",
     "copy_json",
     "fallback_schema",
+    "go_json_type",
     "json_equal",
     "strategic_schema",
 ]
@@ -215,8 +217,6 @@ class JSONPatchNotApplied(PatchError):
 
 _POINTER_ESCAPE = re.compile("~[01]")
 _GO_INT = re.compile("[+-]?[0-9]+")
-#: The JSON type a Go decoding error names for a Python value.
-_GO_JSON_TYPE = {dict: "object", list: "array", str: "string", bool: "bool", int: "number"}
 #: What a JSON patch document decodes into (the types Go names in its errors).
 _PATCH_TYPE = "jsonpatch.Patch"
 _OPERATION_TYPE = "jsonpatch.Operation"
@@ -224,18 +224,37 @@ _OPERATION_TYPE = "jsonpatch.Operation"
 MAX_JSON_PATCH_OPERATIONS = 10_000
 
 
-def _go_type(value: Any) -> str:
-    return _GO_JSON_TYPE.get(type(value), "number")
+def go_json_type(value: Any) -> str:
+    """How Go's JSON decoder names the type of a decoded value in its errors ("cannot
+    unmarshal number into ...")."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return "null" if value is None else "value"
 
 
 def _unescape(token: str) -> str:
     return _POINTER_ESCAPE.sub(lambda m: "/" if m.group() == "~1" else "~", token)
 
 
-def _index(token: str, where: str) -> int:
+def _index(token: str, size: int, where: str) -> int:
+    """The position ``token`` names among ``size`` places: an integer as Go's Atoi reads
+    it, a negative one counted from the end; an error past either end."""
     if not _GO_INT.fullmatch(token):
         raise JSONPatchNotApplied(f"{where}: {token!r} is not an array index")
-    return int(token)
+    index = int(token)
+    if index < 0:
+        index += size
+    if not 0 <= index < size:
+        raise JSONPatchNotApplied(f"{where}: index {token} is out of range")
+    return index
 
 
 def _member(container: Any, key: str, where: str) -> Any:
@@ -243,13 +262,7 @@ def _member(container: Any, key: str, where: str) -> Any:
     array index out of range (past either end) is an error."""
     if type(container) is dict:
         return container.get(key)
-    index = _index(key, where)
-    length = len(container)
-    if index < 0:
-        index += length
-    if not 0 <= index < length:
-        raise JSONPatchNotApplied(f"{where}: index {key} is out of range")
-    return container[index]
+    return container[_index(key, len(container), where)]
 
 
 def _parent(doc: Any, path: Any, where: str) -> tuple[Any, str]:
@@ -277,13 +290,7 @@ def _insert(container: Any, key: str, value: Any, where: str) -> None:
     if key == "-":
         container.append(value)
         return
-    index = _index(key, where)
-    size = len(container) + 1
-    if index < 0:
-        index += size
-    if not 0 <= index < size:
-        raise JSONPatchNotApplied(f"{where}: index {key} is out of range")
-    container.insert(index, value)
+    container.insert(_index(key, len(container) + 1, where), value)
 
 
 def _delete(container: Any, key: str, where: str) -> Any:
@@ -291,13 +298,7 @@ def _delete(container: Any, key: str, where: str) -> Any:
         if key not in container:
             raise JSONPatchNotApplied(f"{where}: no member {key!r} to remove")
         return container.pop(key)
-    index = _index(key, where)
-    length = len(container)
-    if index < 0:
-        index += length
-    if not 0 <= index < length:
-        raise JSONPatchNotApplied(f"{where}: index {key} is out of range")
-    return container.pop(index)
+    return container.pop(_index(key, len(container), where))
 
 
 def _same(current: Any, value: Any) -> bool:
@@ -325,12 +326,12 @@ def _decode_patch(operations: Any) -> list[Any]:
         return []
     if type(operations) is not list:
         raise PatchError(
-            f"json: cannot unmarshal {_go_type(operations)} into Go value of type {_PATCH_TYPE}"
+            f"json: cannot unmarshal {go_json_type(operations)} into Go value of type {_PATCH_TYPE}"
         )
     for op in operations:
         if op is not None and type(op) is not dict:
             raise PatchError(
-                f"json: cannot unmarshal {_go_type(op)} into Go value of type {_OPERATION_TYPE}"
+                f"json: cannot unmarshal {go_json_type(op)} into Go value of type {_OPERATION_TYPE}"
             )
     if len(operations) > MAX_JSON_PATCH_OPERATIONS:
         raise PatchError(
@@ -374,8 +375,7 @@ def apply_json_patch(doc: Any, operations: Any) -> Any:
             if type(container) is dict:
                 container[key] = value
             else:
-                _member(container, key, where)
-                container[int(key)] = value
+                container[_index(key, len(container), where)] = value
         elif name == "move" or name == "copy":
             container, key = _parent(result, op.get("from"), where)
             if name == "move":

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from ownergc.protocols import JSONDict
 
-from ._validation import FieldError
+from ._validation import FieldError, GoValue
 
 __all__ = ["normalise_pod_ips", "validate_pod_ips"]
 
@@ -73,16 +73,6 @@ def _family(text: str) -> int | None:
     return address.version
 
 
-class _GoValue:
-    """A field error's value shown as Go's ``%#v`` shows an internal struct."""
-
-    def __init__(self, shown: str) -> None:
-        self.shown = shown
-
-    def __repr__(self) -> str:
-        return self.shown
-
-
 def _go_pod_ip(entry: Any) -> str:
     ip = entry.get("ip", "") if isinstance(entry, dict) else ""
     return f'core.PodIP{{IP:"{ip}"}}'
@@ -110,7 +100,7 @@ def validate_pod_ips(status: Any) -> list[FieldError]:
                     "status.podIPs",
                     "FieldValueInvalid",
                     "may specify no more than one IP for each IP family",
-                    _GoValue(shown),
+                    GoValue(shown),
                 )
             )
         seen: set[str] = set()

@@ -28,9 +28,9 @@ from typing import Any, Final
 from ownergc.errors import BadRequest
 
 from ._defaults import quantity_value
-from ._pod_ips import _GoValue
 from ._validation import (
     FieldError,
+    GoValue,
     _shown,
     label_value_errors,
     qualified_name_errors,
@@ -724,7 +724,7 @@ def _host_port_errors(containers: Any, path: str) -> list[FieldError]:
     return errors
 
 
-def _go_toleration(toleration: dict[str, Any]) -> _GoValue:
+def _go_toleration(toleration: dict[str, Any]) -> GoValue:
     seconds = (
         "(*int64)(nil)" if toleration.get("tolerationSeconds") is None else "(*int64)(0xc000000000)"
     )
@@ -737,7 +737,7 @@ def _go_toleration(toleration: dict[str, Any]) -> _GoValue:
             ("Effect", "effect"),
         )
     )
-    return _GoValue(f"core.Toleration{{{fields}, TolerationSeconds:{seconds}}}")
+    return GoValue(f"core.Toleration{{{fields}, TolerationSeconds:{seconds}}}")
 
 
 def _toleration_errors(tolerations: Any, path: str) -> list[FieldError]:

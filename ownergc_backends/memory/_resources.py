@@ -7,7 +7,8 @@ what a CRD with conversion strategy ``None`` does).
 
 The group versions are the ones a default-configured kube-apiserver v1.30.0
 serves for these kinds: a recorded v1.24 server's (tests/data/real-apiserver-1.24),
-less the versions 1.25-1.29 stopped serving (:data:`REMOVED_VERSIONS`), plus
+less the versions 1.25-1.29 stopped serving (:data:`REMOVED_VERSIONS`, the core's
+offline table of them), plus
 ``flowcontrol.apiserver.k8s.io/v1`` (1.29, preferred) and ``v1beta3`` (1.26) and
 ``storage.k8s.io/v1`` CSIStorageCapacity (GA in 1.24, after the recorded build).
 """
@@ -19,6 +20,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ownergc._core.builtin_kinds import REMOVED_VERSIONS
 from ownergc.protocols import APIResource
 
 __all__ = [
@@ -385,35 +387,3 @@ def _with_connect(spec: ResourceSpec) -> ResourceSpec:
 
 
 BUILTIN_RESOURCES = tuple(_with_connect(spec) for spec in BUILTIN_RESOURCES)
-
-
-#: Group versions of serve's kinds that kube-apiserver stopped serving by v1.30, by
-#: (apiVersion, kind): (the release that stopped serving it, the apiVersion to use),
-#: as Kubernetes' Deprecated API Migration Guide lists them. serve answers them as a
-#: 1.30 server does (404, not in discovery); this table only words messages.
-REMOVED_VERSIONS: Mapping[tuple[str, str], tuple[str, str]] = {
-    ("batch/v1beta1", "CronJob"): ("v1.25", "batch/v1"),
-    ("discovery.k8s.io/v1beta1", "EndpointSlice"): ("v1.25", "discovery.k8s.io/v1"),
-    ("events.k8s.io/v1beta1", "Event"): ("v1.25", "events.k8s.io/v1"),
-    ("autoscaling/v2beta1", "HorizontalPodAutoscaler"): ("v1.25", "autoscaling/v2"),
-    ("policy/v1beta1", "PodDisruptionBudget"): ("v1.25", "policy/v1"),
-    ("node.k8s.io/v1beta1", "RuntimeClass"): ("v1.25", "node.k8s.io/v1"),
-    ("autoscaling/v2beta2", "HorizontalPodAutoscaler"): ("v1.26", "autoscaling/v2"),
-    ("flowcontrol.apiserver.k8s.io/v1beta1", "FlowSchema"): (
-        "v1.26",
-        "flowcontrol.apiserver.k8s.io/v1",
-    ),
-    ("flowcontrol.apiserver.k8s.io/v1beta1", "PriorityLevelConfiguration"): (
-        "v1.26",
-        "flowcontrol.apiserver.k8s.io/v1",
-    ),
-    ("storage.k8s.io/v1beta1", "CSIStorageCapacity"): ("v1.27", "storage.k8s.io/v1"),
-    ("flowcontrol.apiserver.k8s.io/v1beta2", "FlowSchema"): (
-        "v1.29",
-        "flowcontrol.apiserver.k8s.io/v1",
-    ),
-    ("flowcontrol.apiserver.k8s.io/v1beta2", "PriorityLevelConfiguration"): (
-        "v1.29",
-        "flowcontrol.apiserver.k8s.io/v1",
-    ),
-}

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -15,6 +17,7 @@ from ownergc.errors import (
 from ownergc.protocols import JSONDict
 
 from ._label_query import LabelQueryError, parse_label_query
+from ._validation import FieldError, GoValue, label_value_errors, qualified_name_errors
 
 #: Go's strconv.ParseInt(s, 10, 64), which reads a label compared by ``<`` or ``>``.
 _GO_INT64: Final = re.compile("[+-]?[0-9]+")
@@ -23,6 +26,12 @@ __all__ = [
     "_Filter",
     "_Requirement",
     "_filter_from",
+    "go_labels",
+    "go_selector",
+    "label_selector_errors",
+    "label_selector_has_invalid_value",
+    "label_selector_matches",
+    "label_selector_requirements",
     "parse_field_selector",
     "parse_label_selector",
     "selector_string",
@@ -366,3 +375,191 @@ def selector_string(selector: Any) -> str:
         if text is not None:
             requirements.append((key, text))
     return ",".join(text for _, text in sorted(requirements, key=lambda r: r[0]))
+
+
+# --- metav1.LabelSelector objects (matchLabels / matchExpressions) -------------------
+#
+# One reading of a LabelSelector object for the whole server: its validation as
+# kube-apiserver 1.30 validates it on a write (``label_selector_errors``), its parse into
+# requirements (``label_selector_requirements``: None when kube-apiserver could not turn
+# it into a selector) and its match (``label_selector_matches``).
+
+#: A LabelSelectorRequirement's operator as the string-selector requirement it is.
+_OPERATORS: Final = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!"}
+
+
+def _go_string(value: Any) -> str:
+    return json.dumps(str(value), ensure_ascii=False)
+
+
+def go_labels(labels: Any) -> GoValue:
+    """A ``map[string]string`` as Go's ``%#v`` prints it (keys sorted; a missing map is
+    ``map[string]string(nil)``)."""
+    if not isinstance(labels, dict):
+        return GoValue("map[string]string(nil)")
+    items = ", ".join(f"{_go_string(k)}:{_go_string(v)}" for k, v in sorted(labels.items()))
+    return GoValue(f"map[string]string{{{items}}}")
+
+
+def _go_strings(values: Any) -> str:
+    if not isinstance(values, list):
+        return "[]string(nil)"
+    return "[]string{" + ", ".join(_go_string(v) for v in values) + "}"
+
+
+def go_selector(selector: Any) -> GoValue:
+    """A LabelSelector as Go's ``%#v`` prints it, the value of kube-apiserver's
+    ``spec.selector: Invalid value: v1.LabelSelector{...}`` errors."""
+    if not isinstance(selector, dict):
+        return GoValue("null")
+    expressions = selector.get("matchExpressions")
+    if isinstance(expressions, list):
+        shown = ", ".join(
+            "v1.LabelSelectorRequirement{"
+            f"Key:{_go_string(e.get('key', ''))}, Operator:{_go_string(e.get('operator', ''))}, "
+            f"Values:{_go_strings(e.get('values'))}}}"
+            for e in expressions
+            if isinstance(e, dict)
+        )
+        written = f"[]v1.LabelSelectorRequirement{{{shown}}}"
+    else:
+        written = "[]v1.LabelSelectorRequirement(nil)"
+    return GoValue(
+        f"v1.LabelSelector{{MatchLabels:{go_labels(selector.get('matchLabels'))}, "
+        f"MatchExpressions:{written}}}"
+    )
+
+
+def _expressions(selector: JSONDict) -> list[Any]:
+    expressions = selector.get("matchExpressions")
+    return expressions if isinstance(expressions, list) else []
+
+
+def label_selector_has_invalid_value(selector: Any) -> bool:
+    """Does an expression of ``selector`` hold a value that is no label value? (An update
+    keeping such a stored selector is not refused for it, as kube-apiserver 1.27+.)"""
+    if not isinstance(selector, dict):
+        return False
+    return any(
+        not isinstance(value, str) or bool(label_value_errors(value))
+        for expression in _expressions(selector)
+        if isinstance(expression, dict)
+        for value in expression.get("values") or []
+    )
+
+
+def label_selector_errors(
+    selector: Any, field: str, *, allow_invalid_values: bool = False
+) -> list[FieldError]:
+    """A LabelSelector's problems as kube-apiserver 1.30 reports them on a write, at
+    ``field``: each matchLabels key a qualified name and value a label value; each
+    expression's operator one of In/NotIn/Exists/DoesNotExist, In/NotIn with values,
+    Exists/DoesNotExist without, its key a qualified name and (unless
+    ``allow_invalid_values``) each value a label value. A missing selector has none."""
+    if not isinstance(selector, dict):
+        return []
+    errors: list[FieldError] = []
+    match_labels = selector.get("matchLabels")
+    if isinstance(match_labels, dict):
+        where = f"{field}.matchLabels"
+        for key, value in sorted(match_labels.items()):
+            errors += [
+                FieldError(where, "FieldValueInvalid", p, key) for p in qualified_name_errors(key)
+            ]
+            errors += [
+                FieldError(where, "FieldValueInvalid", p, value)
+                for p in label_value_errors(str(value))
+            ]
+    for index, expression in enumerate(_expressions(selector)):
+        if not isinstance(expression, dict):
+            continue
+        where = f"{field}.matchExpressions[{index}]"
+        operator = expression.get("operator", "")
+        values = expression.get("values") or []
+        if operator in ("In", "NotIn"):
+            if not values:
+                errors.append(
+                    FieldError(
+                        f"{where}.values",
+                        "FieldValueRequired",
+                        "must be specified when `operator` is 'In' or 'NotIn'",
+                    )
+                )
+        elif operator in ("Exists", "DoesNotExist"):
+            if values:
+                errors.append(
+                    FieldError(
+                        f"{where}.values",
+                        "FieldValueForbidden",
+                        "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+                    )
+                )
+        else:
+            errors.append(
+                FieldError(
+                    f"{where}.operator",
+                    "FieldValueInvalid",
+                    "not a valid selector operator",
+                    operator,
+                )
+            )
+        key = str(expression.get("key", ""))
+        errors += [
+            FieldError(f"{where}.key", "FieldValueInvalid", p, key)
+            for p in qualified_name_errors(key)
+        ]
+        if not allow_invalid_values:
+            errors += [
+                FieldError(f"{where}.values[{i}]", "FieldValueInvalid", p, value)
+                for i, value in enumerate(values)
+                for p in label_value_errors(str(value))
+            ]
+    return errors
+
+
+def label_selector_requirements(selector: Any) -> tuple[_Requirement, ...] | None:
+    """A LabelSelector object as the requirements it selects by, or None when
+    kube-apiserver could not turn it into a selector (``LabelSelectorAsSelector`` fails:
+    an unknown operator, In/NotIn without values, Exists/DoesNotExist with some, a key
+    that is no qualified name, a value that is no label value, or a field of the wrong
+    JSON type). An empty selector has no requirements (it selects everything)."""
+    if not isinstance(selector, dict):
+        return None
+    match_labels = selector.get("matchLabels")
+    expressions = selector.get("matchExpressions")
+    if not isinstance(match_labels, dict | None) or not isinstance(expressions, list | None):
+        return None
+    out: list[_Requirement] = []
+    for key, value in (match_labels or {}).items():
+        if not isinstance(value, str) or qualified_name_errors(key):
+            return None
+        if label_value_errors(value):
+            return None
+        out.append(_Requirement(key, "=", frozenset((value,))))
+    for expression in expressions or ():
+        if not isinstance(expression, dict):
+            return None
+        key, values = expression.get("key"), expression.get("values")
+        op = _OPERATORS.get(expression.get("operator"))  # type: ignore[arg-type]
+        if op is None or not isinstance(key, str) or qualified_name_errors(key):
+            return None
+        if not isinstance(values, list | None):
+            return None
+        values = values or []
+        if (op in ("in", "notin")) != bool(values):
+            return None
+        if any(not isinstance(v, str) or label_value_errors(v) for v in values):
+            return None
+        out.append(_Requirement(key, op, frozenset(values)))
+    return tuple(out)
+
+
+def label_selector_matches(selector: Any, labels: Mapping[str, Any]) -> bool:
+    """Does the LabelSelector object ``selector`` select ``labels``? An empty one selects
+    everything; one that does not parse (see :func:`label_selector_requirements`),
+    nothing. (What a missing selector selects differs by field: callers decide.)"""
+    requirements = label_selector_requirements(selector)
+    if requirements is None:
+        return False
+    plain = labels if isinstance(labels, dict) else dict(labels)
+    return all(r.matches(plain) for r in requirements)

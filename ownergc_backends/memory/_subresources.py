@@ -63,7 +63,9 @@ _EPHEMERAL_ALLOWED: Final = frozenset(
 )
 #: The fields of a container as 1.30 knows them (others are unknown, dropped by
 #: decoding, and are not this module's concern).
-_CONTAINER_FIELDS: Final = _EPHEMERAL_ALLOWED | {
+#: A container's fields an ephemeral container may not set, in the Go struct's field
+#: order (in which they are reported).
+_ORDER: Final = (
     "ports",
     "resources",
     "resizePolicy",
@@ -72,7 +74,8 @@ _CONTAINER_FIELDS: Final = _EPHEMERAL_ALLOWED | {
     "readinessProbe",
     "startupProbe",
     "lifecycle",
-}
+)
+_CONTAINER_FIELDS: Final = _EPHEMERAL_ALLOWED | set(_ORDER)
 _PULL_POLICIES: Final = ("Always", "IfNotPresent", "Never")
 _MESSAGE_POLICIES: Final = ("File", "FallbackToLogsOnError")
 #: Finalizer names a namespace may carry without a domain prefix.
@@ -341,19 +344,6 @@ def _ephemeral_errors(old: JSONDict, new: JSONDict) -> list[FieldError]:
                 )
             )
     return errors
-
-
-#: The Go struct's field order, in which the forbidden fields are reported.
-_ORDER: Final = (
-    "ports",
-    "resources",
-    "resizePolicy",
-    "restartPolicy",
-    "livenessProbe",
-    "readinessProbe",
-    "startupProbe",
-    "lifecycle",
-)
 
 
 def _field_order(key: str) -> int:

@@ -20,6 +20,7 @@ __all__ = [
     "FINALIZER_FOREGROUND",
     "FINALIZER_ORPHAN",
     "FieldError",
+    "GoValue",
     "MetadataTypeError",
     "decode_metadata",
     "label_value_errors",
@@ -39,9 +40,18 @@ _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9
 _QUALIFIED_NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 
 
+class GoValue(str):
+    """A field error's value already written as kube-apiserver prints it (Go's ``%#v``
+    of a struct or map: ``map[string]string{"app":"web"}``); shown as is."""
+
+    __slots__ = ()
+
+
 def _shown(value: Any) -> str:
     """A field error's value as kube-apiserver prints it: strings quoted, scalars as
-    Go prints them, objects and lists as compact JSON."""
+    Go prints them, objects and lists as compact JSON (a :class:`GoValue` as written)."""
+    if isinstance(value, GoValue):
+        return str(value)
     if isinstance(value, str):
         return f'"{value}"'
     if value is None:
@@ -75,11 +85,11 @@ class FieldError:
             "FieldValueTooLong": "Too long",
             "FieldValueNotFound": "Not found",
         }.get(self.reason, self.reason)
+        # (an empty detail is left out, as Go's field.Error leaves it out)
+        detail = f": {self.detail}" if self.detail else ""
         if self.reason in ("FieldValueInvalid", "FieldValueNotSupported"):
-            return f"{self.field}: {label}: {_shown(self.value)}: {self.detail}"
-        if not self.detail:  # (Go adds ": detail" only when there is one)
-            return f"{self.field}: {label}"
-        return f"{self.field}: {label}: {self.detail}"
+            return f"{self.field}: {label}: {_shown(self.value)}{detail}"
+        return f"{self.field}: {label}{detail}"
 
     def cause(self) -> dict[str, str]:
         # A Status cause carries the field apart and the message without it

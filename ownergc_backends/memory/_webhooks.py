@@ -52,7 +52,7 @@ from ._conversion import CONVERTED, from_storage, to_storage
 from ._defaults import apply_defaults
 from ._negotiation import _encode
 from ._patch import apply_json_patch, copy_json
-from ._selectors import _Requirement
+from ._selectors import label_selector_matches as selects_labels
 
 __all__ = [
     "AdmissionAttributes",
@@ -163,22 +163,11 @@ WebhookCaller = Callable[
 
 
 def label_selector_matches(selector: JSONDict | None, labels: Mapping[str, str]) -> bool:
-    """A ``metav1.LabelSelector`` object against labels; empty or absent matches everything."""
+    """A webhook's ``metav1.LabelSelector`` against labels: empty or absent matches
+    everything, one that does not parse nothing (see ``_selectors``)."""
     if not selector:
         return True
-    requirements = [
-        _Requirement(k, "=", frozenset([str(v)]))
-        for k, v in (selector.get("matchLabels") or {}).items()
-    ]
-    operators = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!"}
-    for expression in selector.get("matchExpressions") or ():
-        op = operators.get(str(expression.get("operator")))
-        if op is None:
-            return False  # an operator the server would have refused: match nothing
-        values = frozenset(str(v) for v in expression.get("values") or ())
-        requirements.append(_Requirement(str(expression.get("key", "")), op, values))
-    plain = dict(labels)
-    return all(r.matches(plain) for r in requirements)
+    return selects_labels(selector, labels)
 
 
 def _listed(values: Iterable[Any] | None, value: str) -> bool:

@@ -80,9 +80,11 @@ from ._patch import (
 )
 from ._pod_ips import validate_pod_ips
 from ._podspec_validation import pod_spec_errors, pod_spec_update_errors
+from ._priority_classes import priority_class_errors, priority_class_update_errors
 from ._registry import CRD_KEY, ResourceRegistry
 from ._resources import ResourceSpec
 from ._service_ips import allocate
+from ._spec_validation import selector_errors, selector_update_errors
 from ._storage import ObjectStorage
 from ._subresources import meta_for_status, subresource_errors, subresource_update
 from ._validation import (
@@ -99,6 +101,8 @@ from ._validation import (
 )
 
 __all__ = ["WriteRules"]
+
+_PRIORITY_CLASSES = ("scheduling.k8s.io", "priorityclasses")
 
 
 class WriteRules:
@@ -298,8 +302,12 @@ class WriteRules:
         errors += validate_finalizers(meta.get("finalizers", []))
         errors += validate_owner_references(meta.get("ownerReferences", []))
         if not load:
-            errors += pod_spec_errors(spec.group, spec.resource, body)
             errors += self._custom_resource_errors(bucket, version, body)
+            if (spec.group, spec.resource) != ("batch", "jobs"):  # (a Job's: once generated)
+                errors += selector_errors(spec.group, spec.resource, body)
+            errors += pod_spec_errors(spec.group, spec.resource, body)  # (after the selector's)
+            if (spec.group, spec.resource) == _PRIORITY_CLASSES:
+                errors += priority_class_errors(body)
         if errors:
             raise invalid(bucket, name, errors)
         if not load:
@@ -333,6 +341,8 @@ class WriteRules:
             stored.pop("status", None)  # set through /status only (a copy keeps its own)
         if not load and not spec.computed:
             prepared = prepare_for_create(spec.group, version, spec.resource, stored)
+            if (spec.group, spec.resource) == ("batch", "jobs"):
+                prepared += selector_errors(spec.group, spec.resource, stored)
             if spec.group == "" and spec.resource == "services":
                 prepared += self._allocate_service(stored, None)
             if prepared:
@@ -485,10 +495,14 @@ class WriteRules:
         errors += validate_annotations(meta.get("annotations", {}))
         errors += validate_finalizers(finalizers)
         errors += validate_owner_references(meta.get("ownerReferences", []))
-        errors += pod_spec_update_errors(spec.group, spec.resource, body, existing, subresource)
         errors += self._custom_resource_errors(bucket, stored_version, body)
         if subresource == "status" and spec.group == "" and spec.resource == "pods":
             errors += validate_pod_ips(body.get("status"))
+        if subresource != "status":  # (a status write keeps the stored spec)
+            errors += selector_update_errors(spec.group, spec.resource, body, existing)
+        errors += pod_spec_update_errors(spec.group, spec.resource, body, existing, subresource)
+        if (spec.group, spec.resource) == _PRIORITY_CLASSES:
+            errors += priority_class_errors(body) + priority_class_update_errors(body, existing)
         if errors:
             raise invalid(bucket, name, errors)
 

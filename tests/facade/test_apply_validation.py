@@ -56,9 +56,10 @@ def deployment(name: str, container: dict[str, object]) -> str:
             "kind": "Deployment",
             "metadata": {"name": name},
             "spec": {
-                "selector": {"matchLabels": {"app": "x"}},
+                # (upstream's body's selector: an apps/v1 selector is immutable)
+                "selector": {"matchLabels": {"app": "nginx"}},
                 "template": {
-                    "metadata": {"labels": {"app": "x"}},
+                    "metadata": {"labels": {"app": "nginx"}},
                     "spec": {"containers": [{"name": "app", "image": "nginx", **container}]},
                 },
             },

@@ -313,7 +313,7 @@ def test_a_pod_written_meanwhile_is_still_evicted(
 
 
 def test_a_budget_with_a_malformed_status_or_selector_is_no_crash(
-    server: KubeAPIServer,
+    server: KubeAPIServer, store: InMemoryStore
 ) -> None:
     running_pod(server, "web", {"app": "web"})
     body = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "odd"}}
@@ -326,9 +326,16 @@ def test_a_budget_with_a_malformed_status_or_selector_is_no_crash(
     code, answer = evict(server, "web")  # (not a number: never processed)
     assert code == 429 and "still being processed" in answer["details"]["causes"][0]["message"]
     call(server, "DELETE", f"{PDBS}/odd")
-    # a selector kube-apiserver cannot parse selects nothing: it protects no Pod
+    # a selector kube-apiserver cannot parse is refused on a write; one an object loaded
+    # from elsewhere holds selects nothing: it protects no Pod
     unparsable = {"matchExpressions": [{"key": "app", "operator": "NotIn", "values": []}]}
-    budget(server, "bad", {"selector": unparsable}, disruptionsAllowed=0)
+    refused = {**body, "metadata": {"name": "bad"}, "spec": {"selector": unparsable}}
+    assert call(server, "POST", PDBS, refused)[0] == 422
+    status = {"observedGeneration": 1, "currentHealthy": 1, "desiredHealthy": 1}
+    store.load_objects(
+        [{**refused, "metadata": {"name": "bad", "namespace": NS},
+          "status": {**status, "disruptionsAllowed": 0}}]
+    )  # fmt: skip
     assert evict(server, "web")[0] == 201
 
 

@@ -179,16 +179,15 @@ def test_the_recorded_steps_are_answered_as_1_30_answers_them(server: KubeAPISer
                 "status",
                 "flowcontrol.apiserver.k8s.io/v1",
             )
-            assert json.loads(json.dumps(entry["fieldsV1"]))["f:status"]["f:conditions"] == {
-                'k:{"type":"Dangling"}': {
-                    ".": {},
-                    "f:lastTransitionTime": {},
-                    "f:message": {},
-                    "f:reason": {},
-                    "f:status": {},
-                    "f:type": {},
-                }
-            }
+            owned = {".", "f:lastTransitionTime", "f:message", "f:reason", "f:status", "f:type"}
+            if note == "a client writes the status":
+                # the client's write takes the fields it changed from the controller, as
+                # recorded (1.30's rewrite gives them back at once: the next step)
+                owned = {".", "f:type"}
+            conditions_owned = entry["fieldsV1"]["f:status"]["f:conditions"]
+            assert {k: set(v) for k, v in conditions_owned.items()} == {
+                'k:{"type":"Dangling"}': owned
+            }, note
         else:
             assert MANAGER not in entries, note
 

@@ -14,7 +14,8 @@ import anyio
 import pytest
 
 from ownergc import errors
-from ownergc._core.builtin_kinds import BUILTIN_KINDS
+from ownergc._core.builtin_kinds import ADDED_KINDS, BUILTIN_KINDS, REMOVED_VERSIONS
+from ownergc._core.ownerref_rules import builtin_kinds
 from ownergc.lint import KindInfo, lint_objects
 from ownergc.ownerrefs import (
     discover_kinds,
@@ -27,6 +28,7 @@ from ownergc.ownerrefs import (
     set_owner_reference,
     validate_owner_references,
 )
+from tests import served_v130
 
 FIXTURES = Path("/work/shared/fixtures/real-apiserver-1.24")
 CLUSTER = json.loads((FIXTURES / "cluster.json").read_text())["items"]
@@ -261,7 +263,7 @@ def test_lint_and_the_api_agree_on_each_rule() -> None:
         assert findings[0].fix == info.value.fix
 
 
-def test_builtin_table_matches_the_real_discovery() -> None:
+def test_builtin_table_is_the_real_discovery_less_what_1_30_removed_plus_what_it_added() -> None:
     discovery = json.loads((FIXTURES / "discovery.json").read_text())
     served = {
         (body["groupVersion"], r["kind"], r["namespaced"])
@@ -270,8 +272,54 @@ def test_builtin_table_matches_the_real_discovery() -> None:
         for r in body["resources"]
         if "/" not in r["name"]
     }
+    # every removal names a kind the real server served (a typo would remove nothing)
+    assert set(REMOVED_VERSIONS) <= {(av, k) for av, k, _ in served}
+    added = {(f"{g}/{v}" if g else v, k, ns) for g, v, k, _, ns in ADDED_KINDS}
+    assert not added & served
     table = {(f"{g}/{v}" if g else v, k, ns) for g, v, k, _, ns in BUILTIN_KINDS}
-    assert table == served
+    assert table == {row for row in served if row[:2] not in REMOVED_VERSIONS} | added
+
+
+def test_the_removed_versions_are_those_serve_stopped_serving() -> None:
+    """The core's table and serve's 1.30 tables (tests/served_v130.py) say the same."""
+    discovery = json.loads((FIXTURES / "discovery.json").read_text())
+    kind_of = {
+        (body["groupVersion"], r["name"]): r["kind"]
+        for body in discovery.values()
+        if body.get("kind") == "APIResourceList"
+        for r in body["resources"]
+    }
+    from_serve = {
+        (f"{g}/{v}", kind_of[(f"{g}/{v}", resource)]): release
+        for (g, v, resource), release in served_v130.REMOVED.items()
+    }
+    assert from_serve == {key: release for key, (release, _) in REMOVED_VERSIONS.items()}
+
+
+def test_lint_says_which_release_removed_an_owner_version() -> None:
+    owner = {
+        "apiVersion": "batch/v1beta1",
+        "kind": "CronJob",
+        "metadata": {"name": "nightly", "namespace": "shop", "uid": "cj"},
+    }
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": "nightly-1",
+            "namespace": "shop",
+            "uid": "j",
+            "ownerReferences": [
+                {"apiVersion": "batch/v1beta1", "kind": "CronJob", "name": "nightly", "uid": "cj"}
+            ],
+        },
+    }
+    (finding,) = [
+        f for f in lint_objects([owner, job], kinds=builtin_kinds()) if f.severity == "error"
+    ]
+    assert finding.rule == "unknown-owner-kind"
+    assert "not served since Kubernetes v1.25" in finding.message
+    assert finding.fix == "use apiVersion batch/v1 (the owner's uid is the same in every version)"
 
 
 def test_validate_existing_references() -> None:

@@ -32,6 +32,7 @@ from .._negotiation import _json_response, object_body
 from .._objects import format_time
 from .._subresources import binding_errors, bound_pod
 from ..store import InMemoryStore, PatchRaced
+from .bodies import subresource_body
 from .context import Reply, RequestContext, ResourceRoute
 from .rest import WriteSteps
 
@@ -176,40 +177,18 @@ def _conflict(resource: str, name: str, why: str) -> Conflict:
 
 def _check_binding(body: Any) -> JSONDict:
     """The Binding, or the 400 a real server answers a body it cannot read as one."""
-    if not isinstance(body, dict):
-        raise BadRequest("the Binding must be a JSON object", reason="BadRequest")
-    api_version, kind = body.get("apiVersion"), body.get("kind")
-    version = str(api_version or "v1").rpartition("/")[2]
-    kind = kind or "Binding"
-    if api_version not in (None, "", "v1") or kind != "Binding":
-        raise BadRequest(
-            f'{kind} in version "{version}" cannot be handled as a Binding: converting '
-            f"({version}.{kind}) to (core.Binding): unknown conversion",
-            reason="BadRequest",
-        )
-    meta, target = body.get("metadata"), body.get("target")
-    for field, value, go_type in (
-        ("metadata", meta, "v1.ObjectMeta"),
-        ("target", target, "v1.ObjectReference"),
-    ):
-        if value is not None and not isinstance(value, dict):
-            raise BadRequest(
-                f'Binding in version "{version}" cannot be handled as a Binding: json: cannot '
-                f"unmarshal {_json_type(value)} into Go struct field Binding.{field} of type "
-                f"{go_type}",
-                reason="BadRequest",
-            )
-    return {**body, "metadata": meta or {}, "target": target or {}}
-
-
-def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "value"
+    binding, _ = subresource_body(
+        body,
+        kind="Binding",
+        versions=("v1",),
+        internal="core.Binding",
+        objects=(("metadata", "v1.ObjectMeta"), ("target", "v1.ObjectReference")),
+    )
+    return {
+        **binding,
+        "metadata": binding.get("metadata") or {},
+        "target": binding.get("target") or {},
+    }
 
 
 def _failure(code: int, message: str) -> Reply:

@@ -46,9 +46,10 @@ from ownergc.protocols import APIResource, JSONDict, Preconditions
 
 from .._negotiation import _json_response, object_body
 from .._objects import format_time
-from .._webhooks import label_selector_matches
+from .._selectors import label_selector_matches
 from ..store import InMemoryStore
 from .admission import AdmissionAttributes, AdmissionChain
+from .bodies import subresource_body, undecodable
 from .context import Reply, RequestContext, ResourceRoute, UserInfo
 from .dryrun import DRY_RUN_ALL, AcceptDryRun, DryRunPolicy
 from .rest import WriteSteps
@@ -360,47 +361,20 @@ def _check_eviction(body: Any) -> tuple[JSONDict, JSONDict]:
     """An Eviction's metadata and deleteOptions (policy/v1 or v1beta1; a body that leaves
     out its apiVersion or kind is read as the Eviction the subresource takes), or the
     400 a real server answers."""
-    if not isinstance(body, dict):
-        raise BadRequest("the Eviction must be a JSON object", reason="BadRequest")
-    api_version, kind = body.get("apiVersion"), body.get("kind")
-    version = str(api_version or "policy/v1").rpartition("/")[2]
-    kind = kind or "Eviction"
-    if api_version not in (None, "", *_EVICTION_VERSIONS) or kind != "Eviction":
-        raise BadRequest(
-            f'{kind} in version "{version}" cannot be handled as a Eviction: converting '
-            f"({version}.{kind}) to (policy.Eviction): unknown conversion",
-            reason="BadRequest",
-        )
-    meta, options = body.get("metadata"), body.get("deleteOptions")
-    for field, value, go_type in (
-        ("metadata", meta, "v1.ObjectMeta"),
-        ("deleteOptions", options, "v1.DeleteOptions"),
-    ):
-        if value is not None and not isinstance(value, dict):
-            raise _undecodable(version, f"Eviction.{field}", go_type, value)
-    dry = (options or {}).get("dryRun")
-    if dry is not None and not (isinstance(dry, list) and all(isinstance(v, str) for v in dry)):
-        raise _undecodable(version, "DeleteOptions.deleteOptions.dryRun", "[]string", dry)
-    return meta or {}, options or {}
-
-
-def _undecodable(version: str, field: str, go_type: str, value: Any) -> BadRequest:
-    """The 400 of a body whose field has the wrong JSON type, worded as Go's decoder."""
-    if isinstance(value, bool):
-        what = "bool"
-    elif isinstance(value, (int, float)):
-        what = "number"
-    elif isinstance(value, str):
-        what = "string"
-    elif isinstance(value, list):
-        what = "array"
-    else:
-        what = "object" if isinstance(value, dict) else "value"
-    return BadRequest(
-        f'Eviction in version "{version}" cannot be handled as a Eviction: json: cannot '
-        f"unmarshal {what} into Go struct field {field} of type {go_type}",
-        reason="BadRequest",
+    eviction, version = subresource_body(
+        body,
+        kind="Eviction",
+        versions=_EVICTION_VERSIONS,
+        internal="policy.Eviction",
+        objects=(("metadata", "v1.ObjectMeta"), ("deleteOptions", "v1.DeleteOptions")),
     )
+    options = eviction.get("deleteOptions") or {}
+    dry = options.get("dryRun")
+    if dry is not None and not (isinstance(dry, list) and all(isinstance(v, str) for v in dry)):
+        raise undecodable(
+            "Eviction", version, "DeleteOptions.deleteOptions.dryRun", "[]string", dry
+        )
+    return eviction.get("metadata") or {}, options
 
 
 def _dry_run_mismatch(query: list[str] | None, in_body: list[str] | None) -> str | None:
@@ -460,30 +434,7 @@ def _may_go_unhealthy(budget: JSONDict) -> bool:
 def _selects(selector: Any, labels: Any) -> bool:
     """A policy/v1 budget's selector: an empty one selects every Pod of the namespace, a
     missing one (or one kube-apiserver could not parse) none."""
-    if not isinstance(selector, dict) or not _valid_selector(selector):
-        return False
-    return not selector or label_selector_matches(selector, labels)
-
-
-def _valid_selector(selector: JSONDict) -> bool:
-    """Would a label selector parse (``LabelSelectorAsSelector``)? ``In``/``NotIn`` need
-    values, ``Exists``/``DoesNotExist`` take none, no other operator."""
-    if not isinstance(selector.get("matchLabels") or {}, dict):
-        return False
-    expressions = selector.get("matchExpressions") or []
-    if not isinstance(expressions, list):
-        return False
-    for expression in expressions:
-        if not isinstance(expression, dict):
-            return False
-        values = expression.get("values") or []
-        operator = expression.get("operator")
-        if operator in ("In", "NotIn"):
-            if not values:
-                return False
-        elif operator not in ("Exists", "DoesNotExist") or values:
-            return False
-    return True
+    return isinstance(selector, dict) and label_selector_matches(selector, labels or {})
 
 
 def _preconditions(options: JSONDict) -> Preconditions:

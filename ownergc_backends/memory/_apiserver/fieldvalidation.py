@@ -39,6 +39,7 @@ from ownergc.protocols import APIResource, JSONDict, PatchType
 from .._fieldmanager.schema import version_schema
 from .._objects import _invalid
 from .._openapi import builtin_v2
+from .._patch import go_json_type
 from .._protobuf import PROTOBUF
 from .._validation import FieldError
 from ..store import InMemoryStore
@@ -490,16 +491,6 @@ _JSON_TYPES: Final = {
 }
 
 
-def _json_kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
-
-
 def _go_type(schema: Any, name: str | None, definitions: JSONDict) -> str:
     """The Go type a schema stands for, as Go's JSON decoder names it in its errors."""
     if name is not None:
@@ -563,7 +554,7 @@ def type_error(
         if fits and kind == "integer" and isinstance(value, float):
             fits = False
         if not fits:
-            shown = _json_kind(value)
+            shown = go_json_type(value)
             if shown == "number" and kind == "integer":
                 shown = f"number {json.dumps(value)}"
             where = f"{struct}.{field}" if field else struct

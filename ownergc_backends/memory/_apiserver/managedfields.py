@@ -27,7 +27,7 @@ from .._fieldmanager import (
     ApplyError,
     Node,
     SchemaError,
-    apply,
+    apply_after_client_side,
     builtin_schema,
     crd_version_schema,
     untyped,
@@ -236,7 +236,7 @@ class ManagedFields:
                     raise
                 live = None
             try:
-                result = apply(
+                result = apply_after_client_side(
                     live,
                     applied,
                     manager=manager,

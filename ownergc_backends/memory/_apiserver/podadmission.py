@@ -38,16 +38,12 @@ import anyio
 from ownergc.errors import Forbidden
 from ownergc.protocols import JSONDict
 
+from .._priority_classes import SYSTEM_PRIORITY_CLASSES, other_default
 from ..store import InMemoryStore
 from .admission import AdmissionAttributes
 
 __all__ = ["SYSTEM_PRIORITY_CLASSES", "PodAdmission"]
 
-#: The priority classes kube-apiserver creates at start (name -> value).
-SYSTEM_PRIORITY_CLASSES: Final = {
-    "system-node-critical": 2000001000,
-    "system-cluster-critical": 2000000000,
-}
 DEFAULT_PREEMPTION: Final = "PreemptLowerPriority"
 #: DefaultTolerationSeconds' tolerations: the taint keys and the seconds.
 NOT_READY: Final = "node.kubernetes.io/not-ready"
@@ -93,6 +89,9 @@ class PodAdmission:
     async def admit(self, attrs: AdmissionAttributes) -> JSONDict | None:
         resource = attrs.resource
         pod = attrs.obj
+        if (resource.group, resource.resource) == ("scheduling.k8s.io", "priorityclasses"):
+            self._one_default(attrs)
+            return attrs.obj
         if (
             attrs.operation not in ("CREATE", "UPDATE")
             or resource.group
@@ -129,6 +128,23 @@ class PodAdmission:
         await self._priority(spec, pod_name)
         spec["tolerations"] = _with_default_tolerations(spec.get("tolerations"))
         return pod
+
+    def _one_default(self, attrs: AdmissionAttributes) -> None:
+        """The Priority plugin's other half: no second ``globalDefault`` class."""
+        if attrs.operation not in ("CREATE", "UPDATE") or not isinstance(attrs.obj, dict):
+            return
+        stored = self.store.objects_of(
+            self.store.resource_for("scheduling.k8s.io/v1", "PriorityClass")
+        )
+        default = other_default(attrs.obj, attrs.operation, stored)
+        if default is not None:
+            name = attrs.name or _name(attrs.obj)
+            raise Forbidden(
+                f'priorityclasses.scheduling.k8s.io "{name}" is forbidden: PriorityClass '
+                f"{default} is already marked as default. Only one default can exist",
+                reason="Forbidden",
+                details={"name": name, "group": "scheduling.k8s.io", "kind": "priorityclasses"},
+            )
 
     def _keep_priority(self, spec: JSONDict, namespace: str, pod_name: str) -> None:
         if spec.get("priority") is not None and spec.get("preemptionPolicy") is not None:

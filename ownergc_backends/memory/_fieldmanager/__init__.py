@@ -21,6 +21,7 @@ from .fieldpath import (
     encode_fields_v1,
     path_string,
 )
+from .lastapplied import apply_after_client_side
 from .managers import (
     Entry,
     EntryKey,
@@ -56,6 +57,7 @@ __all__ = [
     "Path",
     "SchemaError",
     "apply",
+    "apply_after_client_side",
     "builtin_schema",
     "crd_schema",
     "crd_version_schema",

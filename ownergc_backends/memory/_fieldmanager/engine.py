@@ -51,6 +51,7 @@ __all__ = [
     "ApplyResult",
     "apply",
     "update_managed_fields",
+    "without_managed_fields",
 ]
 
 #: Fields no manager ever owns: identity and bookkeeping the server sets.
@@ -94,7 +95,7 @@ class ApplyResult:
     changed: bool
 
 
-def _body(obj: Mapping[str, Any] | None) -> dict[str, Any]:
+def without_managed_fields(obj: Mapping[str, Any] | None) -> dict[str, Any]:
     """The object without its managedFields (what the merge works on)."""
     if obj is None:
         return {}
@@ -217,7 +218,7 @@ def apply(
         raise ApplyError("metadata.managedFields must be nil")
     api_version = str(applied.get("apiVersion", ""))
     entries = _live_entries(live)
-    live_body = _body(live)
+    live_body = without_managed_fields(live)
     applied_body = dict(applied)
     key = EntryKey(manager, "Apply", api_version, subresource)
     if live is not None and not entries:
@@ -293,8 +294,8 @@ def update_managed_fields(
             entries = {}
         if not entries:
             entries = _live_entries(old)
-    old_body = _body(old) if old is not None else _zero_object(schema)
-    new_body = _body(new)
+    old_body = without_managed_fields(old) if old is not None else _zero_object(schema)
+    new_body = without_managed_fields(new)
     if old is not None and not entries:
         # An object nobody manages stays untracked until the next apply: the
         # server only starts tracking non-apply writes on create.
