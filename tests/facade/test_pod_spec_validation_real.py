@@ -2,11 +2,12 @@
 
 tests/data/real-apiserver-1.20/pod-spec-validation.json holds what a real
 kube-apiserver 1.20 answered (recorded by tools/record_pod_spec_validation.py, all
-``dryRun=All``): 76 Pod creates with a spec it refuses (or keeps), ten creates of
+``dryRun=All``): 73 Pod creates with a spec it refuses (or keeps), twelve creates of
 each kind with a pod template (Deployment, ReplicaSet, DaemonSet, StatefulSet,
-ReplicationController, Job, CronJob, PodTemplate), and merge-patch updates of a
-stored Pod and Deployment. Each is sent to serve's facade and the answers compared:
-the status code, and for a refusal the reason, the message and the causes.
+ReplicationController, Job, CronJob, PodTemplate), and 17 merge- and JSON-patch
+updates of a stored Pod and three of a stored Deployment. Each is sent to serve's
+facade and the answers compared: the status code, and for a refusal the reason, the
+message and the causes.
 
 Compared loosely, on purpose:
 
@@ -37,6 +38,11 @@ other than `spec.containers[*].image`,   ``spec.terminationGracePeriodSeconds`` 
 ... or `spec.tolerations` (only          it to be set to 1 if it was previously
 additions to existing tolerations)``     negative) added: ValidatePodUpdate,
                                          pkg/apis/core/validation/validation.go (1.30)
+``initContainers[0].readinessProbe:      ``initContainers[0].readinessProbe: Forbidden:
+Invalid value: core.Probe{...}: must     may not be set for init containers without
+not be set for init containers``         restartPolicy=Always`` (1.29+ sidecars):
+                                         validateInitContainers, pkg/apis/core/
+                                         validation/validation.go (1.30)
 =======================================  =============================================
 
 Two recorded cases are not compared in full: a quantity that does not parse is a
