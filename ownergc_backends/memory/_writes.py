@@ -80,6 +80,7 @@ from ._patch import (
     json_equal,
 )
 from ._pod_ips import validate_pod_ips
+from ._podspec_validation import pod_spec_errors, pod_spec_update_errors
 from ._priority_classes import priority_class_errors, priority_class_update_errors
 from ._quota_validation import resource_quota_errors
 from ._registry import CRD_KEY, ResourceRegistry
@@ -311,6 +312,7 @@ class WriteRules:
             errors += self._custom_resource_errors(bucket, version, body)
             if (spec.group, spec.resource) != ("batch", "jobs"):  # (a Job's: once generated)
                 errors += selector_errors(spec.group, spec.resource, body)
+            errors += pod_spec_errors(spec.group, spec.resource, body)  # (after the selector's)
             if (spec.group, spec.resource) == _PRIORITY_CLASSES:
                 errors += priority_class_errors(body)
             if (spec.group, spec.resource) == _RESOURCE_QUOTAS:
@@ -510,6 +512,7 @@ class WriteRules:
             errors += validate_pod_ips(body.get("status"))
         if subresource != "status":  # (a status write keeps the stored spec)
             errors += selector_update_errors(spec.group, spec.resource, body, existing)
+        errors += pod_spec_update_errors(spec.group, spec.resource, body, existing, subresource)
         if (spec.group, spec.resource) == _PRIORITY_CLASSES:
             errors += priority_class_errors(body) + priority_class_update_errors(body, existing)
         if (spec.group, spec.resource) == _RESOURCE_QUOTAS:

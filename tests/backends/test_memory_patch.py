@@ -726,13 +726,15 @@ async def test_generation_bumps_only_on_spec_changes(store: InMemoryStore) -> No
 async def test_pods_have_no_generation_in_v1_30(store: InMemoryStore) -> None:
     created = await make_pod(store, [])
     assert "generation" not in created["metadata"]
+    # (a change a Pod's update may make: its image)
     spec = await store.patch(
         pods(store),
         "p",
-        {"spec": {"restartPolicy": "Never"}},
-        patch_type=MERGE,
+        [{"op": "replace", "path": "/spec/containers/0/image", "value": "busybox:1"}],
+        patch_type=JSONP,
         namespace="default",
     )
+    assert spec["spec"]["containers"][0]["image"] == "busybox:1"
     assert "generation" not in spec["metadata"]
 
 

@@ -142,11 +142,16 @@ def test_an_ephemeral_container_is_listed_and_may_be_named(server: KubeAPIServer
         "metadata": {"name": "debugged"},
         "spec": {
             "containers": [{"name": "a", "image": "nginx"}, {"name": "b", "image": "nginx"}],
-            "ephemeralContainers": [{"name": "dbg", "image": "busybox"}],
         },
     }
     status, made = request(server, "POST", f"/api/v1/namespaces/{NS}/pods", body=pod)
     assert status == 201, made
+    # (a Pod gets ephemeral containers through the subresource: not on create)
+    made["spec"]["ephemeralContainers"] = [{"name": "dbg", "image": "busybox"}]
+    status, made = request(
+        server, "PUT", f"/api/v1/namespaces/{NS}/pods/debugged/ephemeralcontainers", body=made
+    )
+    assert status == 200, made
     status, answer = request(server, "GET", f"/api/v1/namespaces/{NS}/pods/debugged/log")
     assert (status, answer["message"]) == (
         400,

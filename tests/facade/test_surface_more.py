@@ -124,7 +124,10 @@ def test_scale_of_every_builtin_workload_reads_and_writes(
 ) -> None:
     plural = kind.lower() + "s"
     labels = {"app": "x", "tier": "a"}
-    template = {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "a"}]}}
+    template = {
+        "metadata": {"labels": labels},
+        "spec": {"containers": [{"name": "a", "image": "nginx"}]},
+    }
     body = {
         "apiVersion": "v1" if base == "/api/v1" else "apps/v1",
         "kind": kind,
