@@ -887,7 +887,7 @@ def pod_spec_errors(group: str, resource: str, body: Any) -> list[FieldError]:
     rule = _TEMPLATES.get((group, resource))
     if rule is None:
         return []
-    where, restart_policies, full = rule
+    where, _, full = rule
     template = _at(body, where)
     if template is None:
         return []
@@ -896,20 +896,9 @@ def pod_spec_errors(group: str, resource: str, body: Any) -> list[FieldError]:
         return []
     path = ".".join((*where, "spec"))
     kind = "PodTemplate" if resource == "podtemplates" else "Pod"
-    errors = validate_pod_spec(spec, path, kind) if full else []
-    restart = spec.get("restartPolicy")
-    if restart_policies and restart not in restart_policies:
-        errors.append(_not_supported(f"{path}.restartPolicy", restart, restart_policies))
-    owner = _NO_DEADLINE.get(resource)
-    if owner is not None and spec.get("activeDeadlineSeconds") is not None:
-        errors.append(
-            FieldError(
-                f"{path}.activeDeadlineSeconds",
-                _FORBIDDEN,
-                f"activeDeadlineSeconds in {owner} is not Supported",
-            )
-        )
-    return errors
+    # (a workload's rules for its template's restartPolicy and activeDeadlineSeconds are
+    # its own kind's validation: _workload_validation)
+    return validate_pod_spec(spec, path, kind) if full else []
 
 
 def _semantic(value: Any) -> Any:

@@ -29,10 +29,6 @@ limit``                                  Requirements, pkg/apis/core/validation/
 port name ``must contain at least one    ``must contain at least one letter (a-z)``:
 letter or number (a-z, 0-9)``            IsValidPortName, apimachinery
                                          pkg/util/validation/validation.go (1.30)
-Job/CronJob template ``restartPolicy:    ``Unsupported value: "Always": supported
-Required value: valid values:            values: "OnFailure", "Never"``:
-"OnFailure", "Never"`` for Always        validateJobSpec's restart policy check,
-                                         pkg/apis/batch/validation/validation.go (1.30)
 ``pod updates may not change fields      the list joined by commas with
 other than `spec.containers[*].image`,   ``spec.terminationGracePeriodSeconds`` (allow
 ... or `spec.tolerations` (only          it to be set to 1 if it was previously
@@ -104,10 +100,6 @@ DIFFERENCES_130: list[tuple[str, str]] = [
     (
         "must contain at least one letter or number (a-z, 0-9)",
         "must contain at least one letter (a-z)",
-    ),
-    (
-        'restartPolicy: Required value: valid values: "OnFailure", "Never"',
-        'restartPolicy: Unsupported value: "Always": supported values: "OnFailure", "Never"',
     ),
     (_OLD_UPDATE_WORDS, _NEW_UPDATE_WORDS),
 ]
