@@ -241,10 +241,11 @@ def _with_rv(obj: JSONDict, rv: int) -> JSONDict:
 
 
 def _invalid(kind: str, name: str, errors: list[FieldError], group: str = "") -> Invalid:
-    # The message lists each distinct error once (an aggregate error's words), the causes
-    # every one, repeats included, as kube-apiserver's do.
-    messages = list(dict.fromkeys(e.message() for e in errors))
-    text = messages[0] if len(messages) == 1 else "[" + ", ".join(messages) + "]"
+    text = (
+        errors[0].message()
+        if len(errors) == 1
+        else "[" + ", ".join(e.message() for e in errors) + "]"
+    )
     # kube-apiserver names the kind qualified by its group (``Deployment.apps``).
     qualified = f"{kind}.{group}" if group else kind
     return Invalid(
