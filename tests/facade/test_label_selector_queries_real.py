@@ -1,6 +1,6 @@
 """``labelSelector`` queries read as kube-apiserver reads them (``_label_query``).
 
-The 66 lists of tests/data/real-apiserver-1.20/label-selector-queries.json, recorded
+The 65 lists of tests/data/real-apiserver-1.20/label-selector-queries.json, recorded
 from a real kube-apiserver 1.20 on eight labelled ConfigMaps, are sent to serve's
 facade: each answers the same ConfigMaps, or the same 400.
 
