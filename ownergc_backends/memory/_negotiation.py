@@ -181,6 +181,23 @@ def _json_response(status: int, body: Any) -> _Response:
     return _Response(status, _encode(body))
 
 
+def failure_without_reason(code: int, message: str) -> _Response:
+    """A failure Status without a ``reason``, as kube-apiserver answers an error it has no
+    reason for (a plain Go error: a Binding to a missing node, an eviction's dry-run
+    mismatch)."""
+    return _json_response(
+        code,
+        {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": message,
+            "code": code,
+        },
+    )
+
+
 def _error_response(error: APIError) -> _Response:
     response = _json_response(error.code, error.to_status())
     if error.retry_after is not None:

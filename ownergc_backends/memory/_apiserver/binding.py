@@ -28,7 +28,7 @@ from typing import Any, Final
 from ownergc.errors import BadRequest, Conflict
 from ownergc.protocols import APIResource, JSONDict
 
-from .._negotiation import _json_response, object_body
+from .._negotiation import _json_response, failure_without_reason, object_body
 from .._objects import format_time
 from .._subresources import binding_errors, bound_pod
 from ..store import InMemoryStore, PatchRaced
@@ -71,7 +71,9 @@ class BindingHandler:
             raise BadRequest("name is required for a Binding", reason="BadRequest")
         errors = binding_errors(binding)
         if errors:
-            return _failure(500, "[" + ", ".join(errors) + "]" if len(errors) > 1 else errors[0])
+            return failure_without_reason(
+                500, "[" + ", ".join(errors) + "]" if len(errors) > 1 else errors[0]
+            )
         pods = self.store.resource_by_name("pods.v1")
         pod_route = ResourceRoute(pods, route.namespace, name, "binding")
         await self.writes.admit(ctx, "CREATE", pod_route, binding, dry_run=dry_run)
@@ -189,18 +191,3 @@ def _check_binding(body: Any) -> JSONDict:
         "metadata": binding.get("metadata") or {},
         "target": binding.get("target") or {},
     }
-
-
-def _failure(code: int, message: str) -> Reply:
-    """A failure Status without a reason, as kube-apiserver answers a plain error."""
-    return _json_response(
-        code,
-        {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": message,
-            "code": code,
-        },
-    )

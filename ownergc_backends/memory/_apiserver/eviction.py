@@ -44,7 +44,7 @@ from typing import Any, Final
 from ownergc.errors import BadRequest, Conflict, Forbidden, TooManyRequests
 from ownergc.protocols import APIResource, JSONDict, Preconditions
 
-from .._negotiation import _json_response, object_body
+from .._negotiation import _json_response, failure_without_reason, object_body
 from .._objects import format_time
 from .._selectors import label_selector_matches
 from ..store import InMemoryStore
@@ -104,7 +104,7 @@ class EvictionHandler:
         in_body = options.get("dryRun")
         mismatch = _dry_run_mismatch(query, in_body)
         if mismatch is not None:
-            return _failure(500, mismatch)
+            return failure_without_reason(500, mismatch)
         if admitted is not None:
             await admitted.chain.validate(_with_query_dry_run(admitted.attrs, query))
         if in_body:  # (checked where the delete would check it)
@@ -117,7 +117,7 @@ class EvictionHandler:
             return _success()
         budgets = await self._budgets_of(pod, route.namespace)
         if len(budgets) > 1:
-            return _failure(
+            return failure_without_reason(
                 500,
                 "This pod has more than one PodDisruptionBudget, which the eviction "
                 "subresource does not support.",
@@ -534,22 +534,6 @@ def _budget_forbidden(name: str, why: str) -> Forbidden:
         f'poddisruptionbudget.policy "{name}" is forbidden: {why}',
         reason="Forbidden",
         details={"name": name, "group": "policy", "kind": "poddisruptionbudget"},
-    )
-
-
-def _failure(code: int, message: str) -> Reply:
-    """A failure Status without a ``reason``, as kube-apiserver answers an error it has no
-    reason for."""
-    return _json_response(
-        code,
-        {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": message,
-            "code": code,
-        },
     )
 
 
