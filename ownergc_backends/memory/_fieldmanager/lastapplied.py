@@ -65,16 +65,20 @@ def apply_after_client_side(
 ) -> ApplyResult | ApplyConflict:
     """:func:`~.engine.apply`, with the conflicts ``kubectl`` may take over from its own
     client-side apply taken over (see the module's docstring)."""
-    result = apply(
-        live,
-        applied,
-        manager=manager,
-        force=force,
-        schema=schema,
-        now=now,
-        subresource=subresource,
-        ignored=ignored,
-    )
+
+    def attempt(forced: bool) -> ApplyResult | ApplyConflict:
+        return apply(
+            live,
+            applied,
+            manager=manager,
+            force=forced,
+            schema=schema,
+            now=now,
+            subresource=subresource,
+            ignored=ignored,
+        )
+
+    result = attempt(force)
     if manager != _KUBECTL or live is None or not isinstance(result, ApplyConflict):
         return result
     kept = _kept_from_last_applied(live, str(applied.get("apiVersion", "")), schema)
@@ -82,15 +86,4 @@ def apply_after_client_side(
         return result
     left = {key: fields - kept for key, fields in result.conflicts.items()}
     left = {key: fields for key, fields in left.items() if fields}
-    if left:
-        return ApplyConflict(left)
-    return apply(
-        live,
-        applied,
-        manager=manager,
-        force=True,
-        schema=schema,
-        now=now,
-        subresource=subresource,
-        ignored=ignored,
-    )
+    return ApplyConflict(left) if left else attempt(True)
