@@ -21,7 +21,13 @@ from typing import Any, Final
 
 from ownergc.protocols import JSONDict
 
-from ._validation import FieldError, GoValue, qualified_name_errors, validate_labels
+from ._validation import (
+    FieldError,
+    GoValue,
+    port_name_errors,
+    qualified_name_errors,
+    validate_labels,
+)
 
 __all__ = ["core_spec_errors", "core_spec_update_errors"]
 
@@ -42,7 +48,6 @@ _MAX_AFFINITY_SECONDS: Final = 86400
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _CONFIG_KEY = re.compile(r"[-._a-zA-Z0-9]+")
-_PORT_NAME_CHARS = re.compile(r"[-a-z0-9]+")
 _IPV4_SLOPPY = re.compile(r"(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})")
 
 _LABEL_RULE: Final = (
@@ -122,21 +127,6 @@ def _config_key(key: str) -> list[str]:
         errors.append("must not be '..'")
     elif key.startswith(".."):
         errors.append("must not start with '..'")
-    return errors
-
-
-def _port_name(name: str) -> list[str]:
-    errors = []
-    if len(name) > 15:
-        errors.append("must be no more than 15 characters")
-    if not _PORT_NAME_CHARS.fullmatch(name):
-        errors.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
-    if not re.search(r"[a-z]", name):
-        errors.append("must contain at least one letter (a-z)")
-    if "--" in name:
-        errors.append("must not contain consecutive hyphens")
-    if name and (name[0] == "-" or name[-1] == "-"):
-        errors.append("must not begin or end with a hyphen")
     return errors
 
 
@@ -249,7 +239,7 @@ def _service_port(
     if isinstance(target, str):
         errors += [
             FieldError(f"{where}.targetPort", "FieldValueInvalid", why, target)
-            for why in _port_name(target)
+            for why in port_name_errors(target)
         ]
     else:  # (defaulted to the port: left out only with the port)
         errors += _port_number(0 if target is None else target, f"{where}.targetPort")

@@ -33,6 +33,7 @@ from ._validation import (
     GoValue,
     _shown,
     label_value_errors,
+    port_name_errors,
     qualified_name_errors,
     validate_labels,
 )
@@ -51,8 +52,6 @@ _DNS_SUBDOMAIN: Final = re.compile(
     r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
 )
 _ENV_VAR_NAME: Final = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")
-_PORT_NAME_CHARSET: Final = re.compile(r"[-a-z0-9]+")
-_PORT_NAME_LETTER: Final = re.compile(r".*[a-z].*")
 
 _DNS_LABEL_RULE: Final = (
     "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
@@ -182,22 +181,6 @@ def dns_subdomain_errors(value: str) -> list[str]:
     errors = ["must be no more than 253 characters"] if len(value) > 253 else []
     if not _DNS_SUBDOMAIN.fullmatch(value):
         errors.append(_DNS_SUBDOMAIN_RULE)
-    return errors
-
-
-def port_name_errors(name: str) -> list[str]:
-    """apimachinery's IsValidPortName, in its words of 1.30."""
-    errors = []
-    if len(name) > 15:
-        errors.append("must be no more than 15 characters")
-    if not _PORT_NAME_CHARSET.fullmatch(name):
-        errors.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
-    if not _PORT_NAME_LETTER.fullmatch(name):
-        errors.append("must contain at least one letter (a-z)")
-    if "--" in name:
-        errors.append("must not contain consecutive hyphens")
-    if name.startswith("-") or name.endswith("-"):
-        errors.append("must not begin or end with a hyphen")
     return errors
 
 

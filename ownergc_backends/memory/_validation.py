@@ -24,6 +24,7 @@ __all__ = [
     "MetadataTypeError",
     "decode_metadata",
     "label_value_errors",
+    "port_name_errors",
     "qualified_name_errors",
     "validate_annotations",
     "validate_finalizers",
@@ -37,6 +38,8 @@ FINALIZER_FOREGROUND = "foregroundDeletion"
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_PORT_NAME_CHARS = re.compile(r"[-a-z0-9]+")
+_PORT_NAME_LETTER = re.compile(r"[a-z]")
 _QUALIFIED_NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 
 
@@ -314,6 +317,23 @@ def label_value_errors(value: str) -> list[str]:
     errors = ["must be no more than 63 characters"] if len(value) > 63 else []
     if value and not _QUALIFIED_NAME_PART.fullmatch(value):
         errors.append(_LABEL_VALUE_RULE)
+    return errors
+
+
+def port_name_errors(name: str) -> list[str]:
+    """What is wrong with ``name`` as a port name (apimachinery's IsValidPortName), worded
+    as kube-apiserver 1.30 words it."""
+    errors = []
+    if len(name) > 15:
+        errors.append("must be no more than 15 characters")
+    if not _PORT_NAME_CHARS.fullmatch(name):
+        errors.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
+    if not _PORT_NAME_LETTER.search(name):
+        errors.append("must contain at least one letter (a-z)")
+    if "--" in name:
+        errors.append("must not contain consecutive hyphens")
+    if name.startswith("-") or name.endswith("-"):
+        errors.append("must not begin or end with a hyphen")
     return errors
 
 
