@@ -215,15 +215,35 @@ def _decode_owner_reference(ref: Any, index: int) -> dict[str, Any]:
     return out
 
 
+def path_segment_errors(value: str) -> list[str]:
+    """apimachinery's IsValidPathSegmentName: not ``.`` or ``..``, and neither ``/`` nor
+    ``%`` in it (each one found its own message)."""
+    if value in (".", ".."):
+        return [f"may not be '{value}'"]
+    return [f"may not contain '{bad}'" for bad in ("/", "%") if bad in value]
+
+
+def go_string(value: Any) -> str:
+    """A string as Go's ``%q`` (and ``%#v``) prints it."""
+    return json.dumps(value if isinstance(value, str) else str(value), ensure_ascii=False)
+
+
+def go_strings(values: Any) -> GoValue:
+    """A ``[]string`` as Go's ``%#v`` prints it (``[]string(nil)`` for none)."""
+    if not isinstance(values, list):
+        return GoValue("[]string(nil)")
+    return GoValue("[]string{" + ", ".join(go_string(v) for v in values) + "}")
+
+
+def supported_values(values: tuple[str, ...] | list[str]) -> str:
+    """The detail of a ``field.NotSupported`` error."""
+    return "supported values: " + ", ".join(f'"{v}"' for v in values)
+
+
 def validate_name(name: str, rule: str, field: str = "metadata.name") -> list[FieldError]:
     """Name rules: DNS-1123 subdomain / label, or a URL path segment (RBAC)."""
     if rule == "path-segment":
-        if name in (".", ".."):
-            return [FieldError(field, "FieldValueInvalid", f"may not be {name!r}", name)]
-        for bad in ("/", "%"):
-            if bad in name:
-                return [FieldError(field, "FieldValueInvalid", f"may not contain {bad!r}", name)]
-        return []
+        return [FieldError(field, "FieldValueInvalid", p, name) for p in path_segment_errors(name)]
     if rule == "dns1123-label":
         if len(name) > 63 or not _DNS_LABEL.match(name):
             return [

@@ -83,6 +83,7 @@ from ._pod_ips import validate_pod_ips
 from ._podspec_validation import pod_spec_errors, pod_spec_update_errors
 from ._priority_classes import priority_class_errors, priority_class_update_errors
 from ._quota_validation import resource_quota_errors
+from ._rbac_validation import rbac_errors, rbac_update_errors
 from ._registry import CRD_KEY, ResourceRegistry
 from ._resources import ResourceSpec
 from ._service_ips import allocate
@@ -317,6 +318,7 @@ class WriteRules:
                 errors += priority_class_errors(body)
             if (spec.group, spec.resource) == _RESOURCE_QUOTAS:
                 errors += resource_quota_errors(body)
+            errors += rbac_errors(spec.group, spec.resource, body)
         if errors:
             raise invalid(bucket, name, errors)
         if not load:
@@ -517,6 +519,7 @@ class WriteRules:
             errors += priority_class_errors(body) + priority_class_update_errors(body, existing)
         if (spec.group, spec.resource) == _RESOURCE_QUOTAS:
             errors += resource_quota_errors(body)
+        errors += rbac_update_errors(spec.group, spec.resource, body, existing)
         if errors:
             raise invalid(bucket, name, errors)
 
