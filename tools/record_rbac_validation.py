@@ -218,6 +218,11 @@ UPDATES = {
             {"nonResourceURLs": ["/healthz"], "verbs": ["get"]}
         ),
         ("rbacval-role", "labels only"): {"metadata": {"labels": {"a": "b"}}},
+        ("rbacval-role", "label invalid"): {"metadata": {"labels": {"a b": "c"}}},
+        ("rbacval-role", "label invalid and rule without verbs"): {
+            "metadata": {"annotations": {"-x": "y"}},
+            **rules({"apiGroups": [""], "resources": ["pods"]}),
+        },
     },
     "clusterroles": {
         ("rbacval-cr", "rule without apiGroups"): rules({"resources": ["pods"], "verbs": ["get"]}),
@@ -239,6 +244,7 @@ UPDATES = {
         ("rbacval-rb", "subjects changed"): {"subjects": [user("bob"), sa()]},
         ("rbacval-rb", "subject bad"): {"subjects": [{"kind": "User"}]},
         ("rbacval-rb", "subjects removed"): {"subjects": None},
+        ("rbacval-rb", "label value invalid"): {"metadata": {"labels": {"a": "b c"}}},
     },
     "clusterrolebindings": {
         ("rbacval-crb", "roleRef name changed"): {"roleRef": {"name": "view"}},

@@ -90,7 +90,21 @@ def test_rbac_rules_as_recorded(server: KubeAPIServer, exchange: dict[str, Any])
     difference = DIFFERENCES.get((kind, exchange["op"], exchange["case"]), (False, ""))
     name = exchange.get("name") or exchange["body"]["metadata"]["name"]
     expected = expected_answer(exchange, difference[0], KINDS[kind], name, _GROUP)
-    assert answer_essentials(status, answer) == expected
+    got = answer_essentials(status, answer)
+    if exchange["op"] == "update" and any(
+        c["field"].startswith("metadata.") for c in expected.get("details", {}).get("causes", [])
+    ):
+        # A real server repeats an update's metadata errors (three to five times: the
+        # generic checks, then the strategy's); serve lists them once, as for every kind
+        # (test_labels_annotations_real): the message and the distinct causes compared.
+        expected, got = _distinct_causes(expected), _distinct_causes(got)
+    assert got == expected
+
+
+def _distinct_causes(answer: dict[str, Any]) -> dict[str, Any]:
+    details = dict(answer.get("details") or {})
+    details["causes"] = frozenset(json.dumps(c, sort_keys=True) for c in details["causes"])
+    return {**answer, "details": details}
 
 
 def test_every_difference_is_a_recorded_case() -> None:
