@@ -142,3 +142,31 @@ def test_a_loaded_binding_that_breaks_the_rules_stays_writable() -> None:
         )
         assert status == 422
         assert answer["details"]["causes"][0]["field"] == "roleRef.kind"
+
+
+def test_a_stored_bad_selector_value_is_not_reported_again_on_update() -> None:
+    """1.30 lets an update keep expression values a stored ClusterRole already had that
+    are no label values (no ``values[i]`` error; kubernetes/kubernetes#113699), though
+    such a selector still fails to convert ("invalid label selector.")."""
+    store = InMemoryStore()
+    selector = {"matchExpressions": [{"key": "a", "operator": "In", "values": ["x y"]}]}
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": "loaded"},
+        "aggregationRule": {"clusterRoleSelectors": [selector]},
+    }
+    store.load_objects([role])
+    with run_in_thread(store) as running:
+        status, _, answer = send(
+            running,
+            "PATCH",
+            f"{PATHS['clusterroles']}/loaded",
+            json.dumps({"rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]}),
+            "application/merge-patch+json",
+        )
+    assert status == 422
+    assert [c["field"] for c in answer["details"]["causes"]] == [
+        "aggregationRule.clusterRoleSelectors[0]",
+        "aggregationRule.clusterRoleSelectors[0]",
+    ]
