@@ -251,6 +251,23 @@ def path_segment_errors(name: str, prefix: bool = False) -> list[str]:
     return errors + [f"may not contain '{bad}'" for bad in ("/", "%") if bad in name]
 
 
+def go_string(value: Any) -> str:
+    """A string as Go's ``%q`` (and ``%#v``) prints it."""
+    return json.dumps(value if isinstance(value, str) else str(value), ensure_ascii=False)
+
+
+def go_strings(values: Any) -> GoValue:
+    """A ``[]string`` as Go's ``%#v`` prints it (``[]string(nil)`` for none)."""
+    if not isinstance(values, list):
+        return GoValue("[]string(nil)")
+    return GoValue("[]string{" + ", ".join(go_string(v) for v in values) + "}")
+
+
+def supported_values(values: tuple[str, ...] | list[str]) -> str:
+    """The detail of a ``field.NotSupported`` error."""
+    return "supported values: " + ", ".join(f'"{v}"' for v in values)
+
+
 _NAME_CHECKS: dict[str, Callable[[str], list[str]]] = {
     "dns1123-label": dns1123_label_errors,
     "dns1123-subdomain": dns1123_subdomain_errors,

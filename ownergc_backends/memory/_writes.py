@@ -90,6 +90,7 @@ from ._pod_ips import validate_pod_ips
 from ._podspec_validation import pod_spec_errors, pod_spec_update_errors
 from ._priority_classes import priority_class_errors, priority_class_update_errors
 from ._quota_validation import resource_quota_errors
+from ._rbac_validation import rbac_errors, rbac_update_errors
 from ._registry import CRD_KEY, ResourceRegistry
 from ._resources import NameRule, ResourceSpec
 from ._service_ips import allocate
@@ -343,6 +344,7 @@ class WriteRules:
                 errors += priority_class_errors(body)
             if (spec.group, spec.resource) == _RESOURCE_QUOTAS:
                 errors += resource_quota_errors(body)
+            errors += rbac_errors(spec.group, spec.resource, body)
         if not errors and spec.name_rule is NameRule.NONE:
             # The rule every object's name meets, checked once the kind's own checks pass.
             if generate_name:
@@ -550,6 +552,7 @@ class WriteRules:
             errors += priority_class_errors(body) + priority_class_update_errors(body, existing)
         if (spec.group, spec.resource) == _RESOURCE_QUOTAS:
             errors += resource_quota_errors(body)
+        errors += rbac_update_errors(spec.group, spec.resource, body, existing)
         if errors:
             raise invalid(bucket, name, errors)
 
