@@ -513,27 +513,75 @@ def _alternatives_errors(
     return errors
 
 
+class _Plan:
+    """Which of the validators a schema node has anything for (worked out once per node:
+    most nodes have a type and little else, and every write walks them)."""
+
+    __slots__ = ("alternatives", "enum", "numbers", "object", "slice", "strings", "typed")
+
+    def __init__(self, schema: dict[str, Any]) -> None:
+        self.typed = bool(_types(schema)) or bool(schema.get("format"))
+        self.alternatives = any(k in schema for k in ("anyOf", "oneOf", "allOf", "not"))
+        self.strings = any(k in schema for k in ("maxLength", "minLength", "pattern", "format"))
+        self.numbers = any(k in schema for k in ("multipleOf", "maximum", "minimum"))
+        self.slice = any(k in schema for k in ("items", "minItems", "maxItems"))
+        self.enum = "enum" in schema
+        self.object = any(
+            k in schema
+            for k in (
+                "properties",
+                "additionalProperties",
+                "required",
+                "minProperties",
+                "maxProperties",
+            )
+        )
+
+
+#: id(schema node) -> (the node, its plan); the node is held, so its id is not reused
+_PLANS: dict[int, tuple[dict[str, Any], _Plan]] = {}
+_PLANS_LIMIT: Final = 65536
+
+
+def _plan(schema: dict[str, Any]) -> _Plan:
+    entry = _PLANS.get(id(schema))
+    if entry is not None and entry[0] is schema:
+        return entry[1]
+    if len(_PLANS) >= _PLANS_LIMIT:
+        _PLANS.clear()
+    plan = _Plan(schema)
+    _PLANS[id(schema)] = (schema, plan)
+    return plan
+
+
 def _validate(schema: Any, value: Any, path: str, ratchet: _Ratchet) -> list[FieldError]:
     """kube-openapi's schema validator, in its order: type, the alternatives, string,
     format, number, items, enum, object."""
     if not isinstance(schema, dict):
         return []
-    errors = _type_errors(schema, value, path)
+    plan = _plan(schema)
+    errors = _type_errors(schema, value, path) if plan.typed else []
     if value is None:
-        errors += _enum_errors(schema, value, path)
+        if plan.enum:
+            errors += _enum_errors(schema, value, path)
         return ratchet.keep(errors)
-    errors += _alternatives_errors(schema, value, path, ratchet)
-    if isinstance(value, str):
-        errors += _string_errors(schema, value, path)
-        errors += _format_errors(schema, value, path)
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        errors += _number_errors(schema, value, path)
-    if isinstance(value, list):
+    if plan.alternatives:
+        errors += _alternatives_errors(schema, value, path, ratchet)
+    kind = type(value)
+    if kind is str:
+        if plan.strings:
+            errors += _string_errors(schema, value, path)
+            errors += _format_errors(schema, value, path)
+    elif kind is int or kind is float:
+        if plan.numbers:
+            errors += _number_errors(schema, value, path)
+    elif kind is list and plan.slice:
         errors += _slice_errors(schema, value, path, ratchet)
-    errors += _enum_errors(schema, value, path)
-    if isinstance(value, dict):
+    if plan.enum:
+        errors += _enum_errors(schema, value, path)
+    if kind is dict and plan.object:
         errors += _object_errors(schema, value, path, ratchet)
-    return ratchet.keep(errors)
+    return ratchet.keep(errors) if errors else errors
 
 
 # -- ratcheting -----------------------------------------------------------------------
@@ -559,6 +607,8 @@ class _Ratchet:
         return [] if _same(self.new, self.old) else errors
 
     def child(self, key: str) -> _Ratchet:
+        if self.old is _ABSENT:  # (a create, or nothing stored here: nothing to ratchet)
+            return _UNRATCHETED
         new = self.new.get(key, _ABSENT) if isinstance(self.new, dict) else _ABSENT
         old = self.old.get(key, _ABSENT) if isinstance(self.old, dict) else _ABSENT
         return _Ratchet(new, old)
@@ -566,6 +616,8 @@ class _Ratchet:
     def item(self, items: list[Any], index: int, schema: dict[str, Any]) -> _Ratchet:
         """A list item is matched to a stored one by its keys in a map list, and not at
         all in other lists (whose items have no identity of their own)."""
+        if self.old is _ABSENT:
+            return _UNRATCHETED
         new = items[index]
         keys = schema.get("x-kubernetes-list-map-keys")
         if (
@@ -580,6 +632,9 @@ class _Ratchet:
             if isinstance(old, dict) and [old.get(k, _ABSENT) for k in keys] == wanted:
                 return _Ratchet(new, old)
         return _Ratchet(new, _ABSENT)
+
+
+_UNRATCHETED: Final = _Ratchet(_ABSENT, _ABSENT)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -792,6 +847,7 @@ _RGBCOLOR = re.compile(
     r"^rgb\(\s*(0|[1-9]\d?|1\d\d?|2[0-4]\d|25[0-5])\s*,\s*(0|[1-9]\d?|1\d\d?|2[0-4]\d|25[0-5])"
     r"\s*,\s*(0|[1-9]\d?|1\d\d?|2[0-4]\d|25[0-5])\s*\)$"
 )
+_PLAIN_EMAIL = re.compile(r"^[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+$")
 _SSN = re.compile(r"^\d{3}[- ]?\d{2}[- ]?\d{4}$")
 _BSON_ID = re.compile(r"^[0-9a-fA-F]{24}$")
 
@@ -861,6 +917,8 @@ def _is_cidr(text: str) -> bool:
 
 def _is_email(text: str) -> bool:
     """Go's net/mail.ParseAddress, roughly: one address with a local part and a domain."""
+    if _PLAIN_EMAIL.match(text):  # (the common case, without the parser)
+        return True
     _, address = email.utils.parseaddr(text)
     if not address or "@" not in address:
         return False
@@ -966,8 +1024,32 @@ def schema_errors(schema: Any, obj: Any, old: Any = None) -> list[FieldError]:
     ratcheted, as the server does not ratchet them)."""
     if not isinstance(schema, dict):
         return []
-    ratchet = _Ratchet(obj, _ABSENT if old is None else old)
+    ratchet = _UNRATCHETED if old is None else _Ratchet(obj, old)
     errors = _validate(schema, obj, "", ratchet)
-    errors += _embedded_errors(schema, obj, "")
-    errors += _list_type_errors(schema, obj, "")
+    embedded, list_types = _extensions(schema)
+    if embedded:
+        errors += _embedded_errors(schema, obj, "")
+    if list_types:
+        errors += _list_type_errors(schema, obj, "")
     return errors
+
+
+#: id(root schema) -> (the schema, whether it has embedded resources, list types)
+_EXTENSIONS: dict[int, tuple[dict[str, Any], bool, bool]] = {}
+
+
+def _extensions(schema: dict[str, Any]) -> tuple[bool, bool]:
+    """Whether a schema has an embedded resource / a set or map list anywhere (the two
+    walks that look for them are skipped for the many schemas without)."""
+    entry = _EXTENSIONS.get(id(schema))
+    if entry is None or entry[0] is not schema:
+        text = json.dumps(schema)
+        if len(_EXTENSIONS) >= _PLANS_LIMIT:
+            _EXTENSIONS.clear()
+        entry = (
+            schema,
+            '"x-kubernetes-embedded-resource": true' in text,
+            '"x-kubernetes-list-type"' in text,
+        )
+        _EXTENSIONS[id(schema)] = entry
+    return entry[1], entry[2]
