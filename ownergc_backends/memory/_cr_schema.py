@@ -67,6 +67,42 @@ def _property_schema(schema: Any, key: str) -> Any:
     return extra if isinstance(extra, dict) else None
 
 
+_DEFAULTS: Final = 0
+_LIST_TYPES: Final = 1
+_EMBEDDED: Final = 2
+#: id(schema node) -> (the node, whether it or a node below has a default, a set or
+#: map list type, an embedded resource); the node is held, so its id is not reused
+_BELOW: dict[int, tuple[dict[str, Any], tuple[bool, bool, bool]]] = {}
+
+
+def _below(schema: Any, what: int) -> bool:
+    """Whether ``schema`` or a schema below it has a default / a list type / an embedded
+    resource: the walks looking for those skip the (many) subtrees without."""
+    if not isinstance(schema, dict):
+        return False
+    entry = _BELOW.get(id(schema))
+    if entry is None or entry[0] is not schema:
+        children: list[Any] = []
+        properties = schema.get("properties")
+        if isinstance(properties, dict):
+            children += properties.values()
+        children += [schema.get("additionalProperties"), schema.get("items")]
+        found = [
+            "default" in schema,
+            schema.get("x-kubernetes-list-type") in ("set", "map"),
+            schema.get("x-kubernetes-embedded-resource") is True,
+        ]
+        for child in children:
+            if isinstance(child, dict):
+                for index in range(3):
+                    found[index] = found[index] or _below(child, index)
+        if len(_BELOW) >= 65536:
+            _BELOW.clear()
+        entry = (schema, (found[0], found[1], found[2]))
+        _BELOW[id(schema)] = entry
+    return entry[1][what]
+
+
 def _nullable(schema: Any) -> bool:
     return isinstance(schema, dict) and schema.get("nullable") is True
 
@@ -101,7 +137,7 @@ def apply_defaults(value: Any, schema: Any) -> None:
     """Fill in (in place) the schema's defaults below ``value``: a property that is
     absent, or null and not nullable, gets a deep copy of its ``default``; then each
     property, map value and list item is defaulted in turn (a default object too)."""
-    if not isinstance(schema, dict):
+    if not _below(schema, _DEFAULTS):
         return
     if isinstance(value, dict):
         properties = schema.get("properties")
@@ -124,7 +160,7 @@ def apply_defaults(value: Any, schema: Any) -> None:
         items = schema.get("items")
         for index, item in enumerate(value):
             if _null_to_default(item, items):
-                value[index] = copy.deepcopy(items.get("default"))  # type: ignore[union-attr]
+                value[index] = copy.deepcopy(items.get("default"))
             apply_defaults(value[index], items)
 
 
@@ -254,8 +290,9 @@ def _type_error(path: str, wanted: list[str], got: str) -> FieldError:
     )
 
 
-def _type_errors(schema: dict[str, Any], value: Any, path: str) -> list[FieldError]:
-    wanted = _types(schema)
+def _type_errors(
+    schema: dict[str, Any], wanted: list[str], value: Any, path: str
+) -> list[FieldError]:
     if not wanted and not schema.get("format"):
         return []
     got = _json_type(value)
@@ -517,10 +554,20 @@ class _Plan:
     """Which of the validators a schema node has anything for (worked out once per node:
     most nodes have a type and little else, and every write walks them)."""
 
-    __slots__ = ("alternatives", "enum", "numbers", "object", "slice", "strings", "typed")
+    __slots__ = (
+        "alternatives",
+        "enum",
+        "numbers",
+        "object",
+        "slice",
+        "strings",
+        "typed",
+        "types",
+    )
 
     def __init__(self, schema: dict[str, Any]) -> None:
-        self.typed = bool(_types(schema)) or bool(schema.get("format"))
+        self.types = _types(schema)
+        self.typed = bool(self.types) or bool(schema.get("format"))
         self.alternatives = any(k in schema for k in ("anyOf", "oneOf", "allOf", "not"))
         self.strings = any(k in schema for k in ("maxLength", "minLength", "pattern", "format"))
         self.numbers = any(k in schema for k in ("multipleOf", "maximum", "minimum"))
@@ -560,7 +607,7 @@ def _validate(schema: Any, value: Any, path: str, ratchet: _Ratchet) -> list[Fie
     if not isinstance(schema, dict):
         return []
     plan = _plan(schema)
-    errors = _type_errors(schema, value, path) if plan.typed else []
+    errors = _type_errors(schema, plan.types, value, path) if plan.typed else []
     if value is None:
         if plan.enum:
             errors += _enum_errors(schema, value, path)
@@ -659,7 +706,7 @@ def _same(a: Any, b: Any) -> bool:
 def _embedded_errors(schema: Any, value: Any, path: str) -> list[FieldError]:
     """apiVersion and kind of each ``x-kubernetes-embedded-resource`` object, and its
     metadata's name (the rule every object's name meets)."""
-    if not isinstance(schema, dict):
+    if not _below(schema, _EMBEDDED):
         return []
     errors: list[FieldError] = []
     if isinstance(value, dict):
@@ -722,7 +769,7 @@ def _embedded_resource_errors(value: dict[str, Any], path: str) -> list[FieldErr
 
 def _list_type_errors(schema: Any, value: Any, path: str) -> list[FieldError]:
     """Duplicates in ``x-kubernetes-list-type: set`` and ``map`` lists."""
-    if not isinstance(schema, dict):
+    if not _below(schema, _LIST_TYPES):
         return []
     errors: list[FieldError] = []
     if isinstance(value, dict):
@@ -1026,30 +1073,6 @@ def schema_errors(schema: Any, obj: Any, old: Any = None) -> list[FieldError]:
         return []
     ratchet = _UNRATCHETED if old is None else _Ratchet(obj, old)
     errors = _validate(schema, obj, "", ratchet)
-    embedded, list_types = _extensions(schema)
-    if embedded:
-        errors += _embedded_errors(schema, obj, "")
-    if list_types:
-        errors += _list_type_errors(schema, obj, "")
+    errors += _embedded_errors(schema, obj, "")
+    errors += _list_type_errors(schema, obj, "")
     return errors
-
-
-#: id(root schema) -> (the schema, whether it has embedded resources, list types)
-_EXTENSIONS: dict[int, tuple[dict[str, Any], bool, bool]] = {}
-
-
-def _extensions(schema: dict[str, Any]) -> tuple[bool, bool]:
-    """Whether a schema has an embedded resource / a set or map list anywhere (the two
-    walks that look for them are skipped for the many schemas without)."""
-    entry = _EXTENSIONS.get(id(schema))
-    if entry is None or entry[0] is not schema:
-        text = json.dumps(schema)
-        if len(_EXTENSIONS) >= _PLANS_LIMIT:
-            _EXTENSIONS.clear()
-        entry = (
-            schema,
-            '"x-kubernetes-embedded-resource": true' in text,
-            '"x-kubernetes-list-type"' in text,
-        )
-        _EXTENSIONS[id(schema)] = entry
-    return entry[1], entry[2]
