@@ -177,8 +177,11 @@ class OwnerGCStore:
         *,
         namespace: str | None = None,
         dry_run: bool = False,
+        applied: bool = False,
     ) -> JSONDict:
-        return await self.store.create(resource, obj, namespace=namespace, dry_run=dry_run)
+        return await self.store.create(
+            resource, obj, namespace=namespace, dry_run=dry_run, applied=applied
+        )
 
     async def update(
         self,
@@ -189,6 +192,7 @@ class OwnerGCStore:
         subresource: str | None = None,
         patched_from: str | None = None,
         dry_run: bool = False,
+        applied: bool = False,
     ) -> JSONDict:
         return await self.store.update(
             resource,
@@ -197,6 +201,7 @@ class OwnerGCStore:
             subresource=subresource,
             patched_from=patched_from,
             dry_run=dry_run,
+            applied=applied,
         )
 
     async def patch(
