@@ -18,7 +18,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _real_apiserver import call  # noqa: E402
+from _real_apiserver import call
 
 NS = "podsched"
 PODS = f"/api/v1/namespaces/{NS}/pods"

@@ -28,6 +28,7 @@ from typing import Any, Final
 from ownergc.errors import BadRequest
 
 from ._defaults import quantity_value
+from ._podspec_scheduling import pod_scheduling_errors
 from ._validation import (
     FieldError,
     GoValue,
@@ -820,6 +821,7 @@ def validate_pod_spec(spec: dict[str, Any], path: str, kind: str) -> list[FieldE
             FieldError(f"{path}.priorityClassName", _INVALID, m, priority_class)
             for m in dns1123_subdomain_errors(priority_class)
         ]
+    errors += pod_scheduling_errors(spec, path, is_pod=path == "spec")
     return errors
 
 
