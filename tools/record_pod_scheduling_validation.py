@@ -23,6 +23,8 @@ from _real_apiserver import call
 NS = "podsched"
 PODS = f"/api/v1/namespaces/{NS}/pods"
 DEPLOYMENTS = f"/apis/apps/v1/namespaces/{NS}/deployments"
+JOBS = f"/apis/batch/v1/namespaces/{NS}/jobs"
+CRONJOBS = f"/apis/batch/v1beta1/namespaces/{NS}/cronjobs"  # (1.20 serves no batch/v1 CronJob)
 LABELS = {"app": "podsched"}
 
 
@@ -361,6 +363,17 @@ DEPLOYMENT_CASES: list[tuple[str, dict[str, Any]]] = [
     ),
 ]
 
+# (case, pod template spec): each sent as a Job's spec.template.spec, then as a CronJob's
+# spec.jobTemplate.spec.template.spec.
+JOB_CASES: list[tuple[str, dict[str, Any]]] = [
+    ("job template topology spread whenUnsatisfiable unsupported", TSC(T(whenUnsatisfiable="No"))),
+    (
+        "job template hostAliases hostname invalid",
+        S(hostAliases=[{"ip": "10.0.0.1", "hostnames": ["A_B"]}]),
+    ),
+    ("job template container runAsGroup negative", SC(runAsGroup=-1)),
+]
+
 #: merge patches of the stored Deployment.
 DEPLOYMENT_PATCHES: list[tuple[str, dict[str, Any]]] = [
     (
@@ -443,6 +456,44 @@ def main() -> None:
                 "answer": kept(status, answer),
             }
         )
+    for case, spec in JOB_CASES:
+        spec = {**spec, "restartPolicy": "Never"}
+        template = {"metadata": {"labels": LABELS}, "spec": spec}
+        for kind, path, body in (
+            (
+                "jobs",
+                JOBS,
+                {
+                    "apiVersion": "batch/v1",
+                    "kind": "Job",
+                    "metadata": {"name": "podsched-new"},
+                    "spec": {"template": template},
+                },
+            ),
+            (
+                "cronjobs",
+                CRONJOBS,
+                {
+                    "apiVersion": "batch/v1beta1",
+                    "kind": "CronJob",
+                    "metadata": {"name": "podsched-new"},
+                    "spec": {
+                        "schedule": "*/5 * * * *",
+                        "jobTemplate": {"spec": {"template": template}},
+                    },
+                },
+            ),
+        ):
+            status, answer = call("POST", path + "?dryRun=All", body)
+            out["exchanges"].append(
+                {
+                    "kind": kind,
+                    "op": "create",
+                    "case": case,
+                    "body": body,
+                    "answer": kept(status, answer),
+                }
+            )
     stored = deployment("podsched-stored", S())
     call("DELETE", DEPLOYMENTS + "/podsched-stored")
     status, answer = call("POST", DEPLOYMENTS, stored)

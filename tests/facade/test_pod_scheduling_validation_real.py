@@ -5,8 +5,9 @@ tests/data/real-apiserver-1.20/pod-scheduling-validation.json holds what a real
 kube-apiserver 1.20 answered (recorded by tools/record_pod_scheduling_validation.py, all
 ``dryRun=All``): Pod creates with bad (and good) security contexts, node and pod
 affinity, topology spread constraints, nodeSelector, host aliases, DNS config and
-scheduling fields; Deployment creates with some of them in the template (named
-``spec.template.spec...``); two merge-patch updates of a stored Deployment. Each is sent
+scheduling fields; Deployment, Job and CronJob creates with some of them in the template
+(named ``spec.template.spec...``, ``spec.jobTemplate.spec.template.spec...``); two
+merge-patch updates of a stored Deployment. Each is sent
 to serve's facade and the answers compared: the status code, the reason, the details'
 kind and name, and the errors, from the message and from the causes (as sets: a real
 server's order is its walk of the spec, serve's is close but not the same).
@@ -78,6 +79,8 @@ NS = RECORDED["namespace"]
 PATHS = {
     "pods": f"/api/v1/namespaces/{NS}/pods",
     "deployments": f"/apis/apps/v1/namespaces/{NS}/deployments",
+    "jobs": f"/apis/batch/v1/namespaces/{NS}/jobs",
+    "cronjobs": f"/apis/batch/v1/namespaces/{NS}/cronjobs",
 }
 NOT_COMPARED = {"runtimeClassName invalid"}  # (the RuntimeClass admission plugin's 403)
 
@@ -124,8 +127,9 @@ def _quoted_value(message: str) -> str | None:
 
 
 def _spec_of(exchange: dict[str, Any]) -> dict[str, Any]:
-    body = exchange["body"]
-    spec = body.get("spec", {})
+    spec = exchange["body"].get("spec", {})
+    if "jobTemplate" in spec:
+        spec = spec["jobTemplate"]["spec"]
     template = spec.get("template")
     return template["spec"] if isinstance(template, dict) else spec
 
@@ -279,7 +283,10 @@ def test_pod_scheduling_validation_as_recorded(
 ) -> None:
     kind = exchange["kind"]
     if exchange["op"] == "create":
-        body = json.dumps(exchange["body"])
+        body = exchange["body"]
+        if kind == "cronjobs":  # (1.20 served CronJobs as batch/v1beta1 only; 1.30 as batch/v1)
+            body = {**body, "apiVersion": "batch/v1"}
+        body = json.dumps(body)
         status, _, answer = send(server, "POST", PATHS[kind] + "?dryRun=All", body)
     else:
         name = RECORDED["stored"][kind]["metadata"]["name"]
