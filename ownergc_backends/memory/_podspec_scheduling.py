@@ -21,7 +21,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, Final
 
-from ._core_validation import _NOT_AN_IP, _dns_label, _dns_subdomain, _go_strings, _parse_ip
+from ._core_validation import (
+    _NOT_AN_IP,
+    _dict,
+    _dns_label,
+    _dns_subdomain,
+    _go_strings,
+    _list,
+    _parse_ip,
+    _supported,
+)
 from ._selectors import label_selector_errors
 from ._validation import FieldError, GoValue, _shown, qualified_name_errors
 
@@ -54,14 +63,6 @@ _MAX_SEARCH_CHARS: Final = 2048
 _ADDRESS: Final = "0xc000000000"
 
 
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
 def _dicts(value: Any) -> Iterator[tuple[int, dict[str, Any]]]:
     for index, item in enumerate(_list(value)):
         yield index, _dict(item)
@@ -73,10 +74,6 @@ def _str(value: Any) -> str:
 
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _supported(values: tuple[str, ...]) -> str:
-    return "supported values: " + ", ".join(f'"{v}"' for v in values)
 
 
 def _not_supported(field: str, value: Any, allowed: tuple[str, ...]) -> FieldError:
