@@ -21,18 +21,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, Final
 
-from ._core_validation import (
-    _NOT_AN_IP,
-    _dict,
-    _dns_label,
-    _dns_subdomain,
-    _go_strings,
-    _list,
-    _parse_ip,
-    _supported,
-)
+from ._core_validation import _NOT_AN_IP, _dict, _dns_label, _dns_subdomain, _list, _parse_ip
 from ._selectors import label_selector_errors
-from ._validation import FieldError, GoValue, _shown, qualified_name_errors
+from ._validation import (
+    FieldError,
+    GoValue,
+    _shown,
+    go_strings,
+    qualified_name_errors,
+    supported_values,
+)
 
 __all__ = ["pod_scheduling_errors"]
 
@@ -77,7 +75,7 @@ def _int(value: Any) -> int | None:
 
 
 def _not_supported(field: str, value: Any, allowed: tuple[str, ...]) -> FieldError:
-    return FieldError(field, _NOT_SUPPORTED, _supported(allowed), value)
+    return FieldError(field, _NOT_SUPPORTED, supported_values(allowed), value)
 
 
 def _pointer(type_name: str, value: Any) -> str:
@@ -554,7 +552,7 @@ def _dns_config_errors(spec: dict[str, Any], path: str) -> list[FieldError]:
     errors: list[FieldError] = []
     if len(nameservers) > _MAX_NAMESERVERS:
         why = f"must not have more than {_MAX_NAMESERVERS} nameservers"
-        errors.append(FieldError(f"{path}.nameservers", _INVALID, why, _go_strings(nameservers)))
+        errors.append(FieldError(f"{path}.nameservers", _INVALID, why, go_strings(nameservers)))
     for index, nameserver in enumerate(nameservers):
         if _parse_ip(nameserver) is None:
             errors.append(
@@ -563,13 +561,13 @@ def _dns_config_errors(spec: dict[str, Any], path: str) -> list[FieldError]:
     searches = [_str(s) for s in _list(config.get("searches"))]
     if len(searches) > _MAX_SEARCHES:
         why = f"must not have more than {_MAX_SEARCHES} search paths"
-        errors.append(FieldError(f"{path}.searches", _INVALID, why, _go_strings(searches)))
+        errors.append(FieldError(f"{path}.searches", _INVALID, why, go_strings(searches)))
     if len(" ".join(searches)) > _MAX_SEARCH_CHARS:
         why = (
             f"must not have more than {_MAX_SEARCH_CHARS} characters (including spaces) in the "
             "search list"
         )
-        errors.append(FieldError(f"{path}.searches", _INVALID, why, _go_strings(searches)))
+        errors.append(FieldError(f"{path}.searches", _INVALID, why, go_strings(searches)))
     for index, search in enumerate(searches):
         errors += _dns_subdomain(search.removesuffix("."), f"{path}.searches[{index}]")
     for index, option in _dicts(config.get("options")):
