@@ -1,7 +1,7 @@
 """The PodSpec rules about where and how a Pod runs, as kube-apiserver 1.30 applies them to
 Pods and pod templates: security contexts (the Pod's and each container's), affinity,
-topology spread constraints, host aliases, DNS config, readiness gates and a few
-scheduling fields. :mod:`._podspec_validation` calls :func:`pod_scheduling_errors` for
+topology spread constraints, host aliases, DNS config, readiness and scheduling gates
+and a few scheduling fields. :mod:`._podspec_validation` calls :func:`pod_scheduling_errors` for
 every PodSpec it validates; the rules it holds itself (containers, volumes, tolerations,
 ``nodeSelector``, ``dnsPolicy``, ``activeDeadlineSeconds``...) are not repeated here.
 
@@ -596,6 +596,14 @@ def _scalar_errors(spec: dict[str, Any], path: str) -> list[FieldError]:
             FieldError(f"{path}.readinessGates[{index}].conditionType", _INVALID, m, condition)
             for m in qualified_name_errors(condition)
         ]
+    seen: set[str] = set()
+    for index, gate in _dicts(spec.get("schedulingGates")):
+        name = _str(gate.get("name"))
+        where = f"{path}.schedulingGates[{index}]"
+        errors += [FieldError(where, _INVALID, m, name) for m in qualified_name_errors(name)]
+        if name in seen:
+            errors.append(FieldError(where, _DUPLICATE, _shown(name)))
+        seen.add(name)
     runtime_class = spec.get("runtimeClassName")
     if isinstance(runtime_class, str):
         errors += _dns_subdomain(runtime_class, f"{path}.runtimeClassName")

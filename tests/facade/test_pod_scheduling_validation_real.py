@@ -423,3 +423,16 @@ def test_privileged_container_is_allowed(server: KubeAPIServer) -> None:
     """serve answers as a cluster started with ``--allow-privileged=true``."""
     spec = {"containers": [{"name": "c", "image": "x", "securityContext": {"privileged": True}}]}
     assert _create_pod(server, spec)[0] == 201
+
+
+def test_scheduling_gates_are_qualified_names_once_each(server: KubeAPIServer) -> None:
+    gates = [{"name": "example.com/quota"}, {"name": "a b"}, {"name": "example.com/quota"}]
+    status, answer = _create_pod(server, {"schedulingGates": gates})
+    assert status == 422
+    assert _messages(answer) == {
+        'spec.schedulingGates[1]: Invalid value: "a b": name part must consist of alphanumeric '
+        "characters, '-', '_' or '.', and must start and end with an alphanumeric character "
+        "(e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+        "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+        'spec.schedulingGates[2]: Duplicate value: "example.com/quota"',
+    }
