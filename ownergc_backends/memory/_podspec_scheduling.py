@@ -32,7 +32,7 @@ from ._validation import (
     supported_values,
 )
 
-__all__ = ["pod_scheduling_errors"]
+__all__ = ["pod_scheduling_errors", "scheduling_gate_update_errors"]
 
 _INVALID: Final = "FieldValueInvalid"
 _REQUIRED: Final = "FieldValueRequired"
@@ -634,4 +634,20 @@ def pod_scheduling_errors(spec: dict[str, Any], path: str, *, is_pod: bool) -> l
     )
     errors += _host_alias_errors(spec.get("hostAliases"), f"{path}.hostAliases")
     errors += _scalar_errors(spec, path)
+    return errors
+
+
+def scheduling_gate_update_errors(
+    new_spec: dict[str, Any], old_spec: dict[str, Any], path: str
+) -> list[FieldError]:
+    """A Pod's update may remove scheduling gates (what lets it be scheduled), not add any
+    (1.30's validateOnlyDeletedSchedulingGates); the caller then compares the rest of the
+    spec as if the gates had not changed."""
+    old_names = {_str(g.get("name")) for _, g in _dicts(old_spec.get("schedulingGates"))}
+    errors = []
+    for index, gate in _dicts(new_spec.get("schedulingGates")):
+        name = _str(gate.get("name"))
+        if name not in old_names:
+            why = f"only deletion is allowed, but found new scheduling gate '{name}'"
+            errors.append(FieldError(f"{path}[{index}].name", _FORBIDDEN, why))
     return errors

@@ -436,3 +436,34 @@ def test_scheduling_gates_are_qualified_names_once_each(server: KubeAPIServer) -
         "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
         'spec.schedulingGates[2]: Duplicate value: "example.com/quota"',
     }
+
+
+def test_scheduling_gates_may_be_removed_not_added(server: KubeAPIServer) -> None:
+    """1.30 (PodSchedulingReadiness, GA): a gated Pod's update may drop gates, which is how
+    it becomes schedulable, and may not add one."""
+    spec = {
+        "containers": [{"name": "c", "image": "x"}],
+        "schedulingGates": [{"name": "example.com/a"}, {"name": "example.com/b"}],
+    }
+    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "podsched-gated"}, "spec": spec}
+    assert send(server, "POST", PATHS["pods"], json.dumps(body))[0] == 201
+    path = f"{PATHS['pods']}/podsched-gated?dryRun=All"
+
+    def patch(gates: list[dict[str, str]] | None) -> tuple[int, Any]:
+        status, _, answer = send(
+            server,
+            "PATCH",
+            path,
+            json.dumps({"spec": {"schedulingGates": gates}}),
+            "application/merge-patch+json",
+        )
+        return status, answer
+
+    assert patch([{"name": "example.com/a"}])[0] == 200
+    assert patch(None)[0] == 200
+    status, answer = patch([{"name": "example.com/a"}, {"name": "example.com/c"}])
+    assert status == 422
+    assert _messages(answer) == {
+        "spec.schedulingGates[1].name: Forbidden: only deletion is allowed, but found new "
+        "scheduling gate 'example.com/c'"
+    }
