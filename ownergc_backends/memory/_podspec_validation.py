@@ -28,6 +28,7 @@ from typing import Any, Final
 from ownergc.errors import BadRequest
 
 from ._defaults import quantity_value
+from ._podspec_scheduling import pod_scheduling_errors, scheduling_gate_update_errors
 from ._validation import (
     FieldError,
     GoValue,
@@ -820,6 +821,7 @@ def validate_pod_spec(spec: dict[str, Any], path: str, kind: str) -> list[FieldE
             FieldError(f"{path}.priorityClassName", _INVALID, m, priority_class)
             for m in dns1123_subdomain_errors(priority_class)
         ]
+    errors += pod_scheduling_errors(spec, path, is_pod=path == "spec")
     return errors
 
 
@@ -968,7 +970,8 @@ def pod_spec_update_errors(
                 mine["image"] = theirs["image"]
             else:
                 mine.pop("image", None)
-    for key in ("activeDeadlineSeconds", "tolerations"):
+    errors += scheduling_gate_update_errors(new_spec, old_spec, "spec.schedulingGates")
+    for key in ("activeDeadlineSeconds", "tolerations", "schedulingGates"):
         if key in old_spec:
             munged[key] = old_spec[key]
         else:
