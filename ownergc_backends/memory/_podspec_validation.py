@@ -9,12 +9,12 @@ kube-apiserver 1.30 does and names the field as it does
 real server defaults before it validates), so a value the defaults fill in
 (``imagePullPolicy``, ``protocol``, ``restartPolicy``...) is not reported missing.
 
-Not every rule of the real validation is here: the rules users meet most are
-(containers, names, images, the enums, ports, env, volumes and mounts, resources,
-probes, tolerations, nodeSelector, a few scalar fields); security contexts,
-affinity, topology spread constraints, DNS config details, host aliases,
-readiness gates, ephemeral containers' own rules and most volume sources' inner
-fields are not checked.
+Here: containers, names, images, the enums, ports, env, volumes and mounts,
+resources, probes, tolerations, nodeSelector and a few scalar fields; security
+contexts, affinity, topology spread constraints, DNS config, host aliases,
+readiness and scheduling gates are :mod:`._podspec_scheduling`'s (called from
+here). Not checked: the Windows-only rules, ephemeral containers' own rules
+beyond the subresource's, and most volume sources' inner fields.
 """
 
 from __future__ import annotations
