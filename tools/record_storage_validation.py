@@ -2,7 +2,8 @@
 PersistentVolumes and StorageClasses (creates with ``dryRun=All``; merge-patch updates
 of stored objects with ``dryRun=All``), for tests/facade/test_storage_validation_real.py.
 
-Run: python tools/record_storage_validation.py > tests/data/real-apiserver-1.20/storage-validation.json
+Run: python tools/record_storage_validation.py \
+    > tests/data/real-apiserver-1.20/storage-validation.json
 
 The stored objects are made first (names start with ``storval``; a claim made "Bound"
 through its status, of a class that allows expansion, so that the resize admission
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _real_apiserver import call  # noqa: E402
+from _real_apiserver import call
 
 NS = "storval-storage"
 PATHS = {
@@ -175,7 +176,9 @@ CREATES = {
             nodeAffinity=affinity(term({"key": "a b", "operator": "Exists"}))
         ),
         "csi without driver": volume(hostPath=None, csi={"volumeHandle": "v"}),
-        "csi driver invalid": volume(hostPath=None, csi={"driver": "Bad_Driver", "volumeHandle": "v"}),
+        "csi driver invalid": volume(
+            hostPath=None, csi={"driver": "Bad_Driver", "volumeHandle": "v"}
+        ),
         "csi without volumeHandle": volume(hostPath=None, csi={"driver": "example.com"}),
         "claimRef partial": volume(claimRef={"name": "x"}),
     },
@@ -187,9 +190,7 @@ CREATES = {
             volumeBindingMode="WaitForFirstConsumer",
             allowVolumeExpansion=True,
             mountOptions=["ro"],
-            allowedTopologies=[
-                {"matchLabelExpressions": [{"key": "zone", "values": ["a", "b"]}]}
-            ],
+            allowedTopologies=[{"matchLabelExpressions": [{"key": "zone", "values": ["a", "b"]}]}],
         ),
         "no provisioner": sc(provisioner=None),
         "provisioner with space": sc(provisioner="example.com/my storval"),
@@ -247,9 +248,7 @@ UPDATES = {
         ("storval-pvc-bound", "storage lowered"): {
             "spec": {"resources": {"requests": {"storage": "500Mi"}}}
         },
-        ("storval-pvc-bound", "accessModes changed"): {
-            "spec": {"accessModes": ["ReadOnlyMany"]}
-        },
+        ("storval-pvc-bound", "accessModes changed"): {"spec": {"accessModes": ["ReadOnlyMany"]}},
         ("storval-pvc-bound", "limit added"): {
             "spec": {"resources": {"limits": {"storage": "5Gi"}}}
         },
@@ -257,7 +256,9 @@ UPDATES = {
     "persistentvolumes": {
         ("storval-pv", "labels only"): {"metadata": {"labels": {"a": "b"}}},
         ("storval-pv", "capacity raised"): {"spec": {"capacity": {"storage": "5Gi"}}},
-        ("storval-pv", "reclaimPolicy changed"): {"spec": {"persistentVolumeReclaimPolicy": "Delete"}},
+        ("storval-pv", "reclaimPolicy changed"): {
+            "spec": {"persistentVolumeReclaimPolicy": "Delete"}
+        },
         ("storval-pv", "accessModes changed"): {"spec": {"accessModes": ["ReadWriteMany"]}},
         ("storval-pv", "storageClassName set"): {"spec": {"storageClassName": "fast"}},
         ("storval-pv", "claimRef set"): {
@@ -322,7 +323,11 @@ def remove(path: str) -> None:
 
 
 def main() -> None:
-    call("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+    call(
+        "POST",
+        "/api/v1/namespaces",
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}},
+    )
     objects: dict[str, dict[str, Any]] = {}
     for kind, named in OBJECTS.items():
         for name, obj in named.items():

@@ -88,6 +88,7 @@ from ._resources import ResourceSpec
 from ._service_ips import allocate
 from ._spec_validation import selector_errors, selector_update_errors
 from ._storage import ObjectStorage, holds_services
+from ._storage_validation import storage_errors, storage_update_errors
 from ._subresources import meta_for_status, subresource_errors, subresource_update
 from ._validation import (
     FINALIZER_FOREGROUND,
@@ -306,6 +307,7 @@ class WriteRules:
         if not load:
             errors += core_spec_errors(spec.group, spec.resource, body)
             errors += workload_errors(spec.group, spec.resource, body)
+            errors += storage_errors(spec.group, spec.resource, body)
         errors += validate_finalizers(meta.get("finalizers", []))
         errors += validate_owner_references(meta.get("ownerReferences", []))
         if not load:
@@ -505,6 +507,7 @@ class WriteRules:
         errors += core_spec_update_errors(spec.group, spec.resource, body, existing)
         if subresource is None:
             errors += workload_update_errors(spec.group, spec.resource, body, existing)
+            errors += storage_update_errors(spec.group, spec.resource, body, existing)
         errors += validate_finalizers(finalizers)
         errors += validate_owner_references(meta.get("ownerReferences", []))
         errors += self._custom_resource_errors(bucket, stored_version, body)

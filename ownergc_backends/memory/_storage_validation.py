@@ -1,0 +1,622 @@
+"""The rules kube-apiserver 1.30 checks on PersistentVolumeClaims, PersistentVolumes and
+StorageClasses, on a create and on an update, worded as a real server words them.
+
+Run on the defaulted object (a claim's and a volume's ``volumeMode`` set, a claim's
+``dataSource`` mirrored to ``dataSourceRef``, quantities in canonical form, a
+StorageClass's ``reclaimPolicy`` and ``volumeBindingMode`` set).
+
+A claim: at least one access mode, each a supported one (1.29+: ``ReadWriteOncePod``
+too, alone); a storage request above zero; a class name that is a DNS subdomain; a
+known ``volumeMode``; a label selector; a data source (and its mirror) naming a kind,
+a name, and a group but for a claim. An update leaves the spec as it was but for
+``volumeName`` (set once), a class name set where there was none (1.28+), and, once
+the claim is bound, a larger storage request.
+
+A volume: access modes, a capacity of storage only and above zero, one volume source
+(a few checked inside: hostPath, nfs, local, csi), a known reclaim policy and
+``volumeMode``, node affinity (required for a local volume). An update leaves the
+volume source, ``volumeMode`` and a set node affinity as they were.
+
+A StorageClass: a provisioner (a qualified name), parameters with keys, a known
+reclaim policy and binding mode, allowed topologies without repeats. Its provisioner,
+parameters, reclaim policy and binding mode do not change.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import posixpath
+from typing import Any, Final
+
+from ownergc.protocols import JSONDict
+
+from ._defaults import quantity_value
+from ._patch import json_equal
+from ._podspec_validation import _semantic, dns_label_errors, dns_subdomain_errors
+from ._quota_validation import go_quantity
+from ._selectors import label_selector_errors
+from ._validation import FieldError, GoValue, qualified_name_errors
+
+__all__ = ["storage_errors", "storage_update_errors"]
+
+_INVALID: Final = "FieldValueInvalid"
+_REQUIRED: Final = "FieldValueRequired"
+_FORBIDDEN: Final = "FieldValueForbidden"
+_NOT_SUPPORTED: Final = "FieldValueNotSupported"
+_DUPLICATE: Final = "FieldValueDuplicate"
+_TOO_LONG: Final = "FieldValueTooLong"
+
+_CLAIMS: Final = ("", "persistentvolumeclaims")
+_VOLUMES: Final = ("", "persistentvolumes")
+_CLASSES: Final = ("storage.k8s.io", "storageclasses")
+
+_ONCE_POD: Final = "ReadWriteOncePod"
+_ACCESS_MODES: Final = ("ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", _ONCE_POD)
+_VOLUME_MODES: Final = ("Block", "Filesystem")
+_RECLAIM_POLICIES: Final = ("Delete", "Recycle", "Retain")
+_CLASS_RECLAIM_POLICIES: Final = ("Delete", "Retain")
+_BINDING_MODES: Final = ("Immediate", "WaitForFirstConsumer")
+_HOST_PATH_TYPES: Final = (
+    "", "BlockDevice", "CharDevice", "Directory", "DirectoryOrCreate", "File",
+    "FileOrCreate", "Socket",
+)  # fmt: skip
+_NODE_OPERATORS: Final = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+#: A PersistentVolume's sources in the order validation looks at them, with the name
+#: its "more than 1 volume type" error gives each (``flexVolume`` is never refused
+#: for it, only counted).
+_SOURCES: Final = (
+    ("hostPath", "hostPath"), ("gcePersistentDisk", "gcePersistentDisk"),
+    ("awsElasticBlockStore", "awsElasticBlockStore"), ("glusterfs", "glusterfs"),
+    ("flocker", "flocker"), ("nfs", "nfs"), ("rbd", "rbd"), ("quobyte", "quobyte"),
+    ("cephfs", "cephFS"), ("iscsi", "iscsi"), ("cinder", "cinder"), ("fc", "fc"),
+    ("flexVolume", ""), ("azureFile", "azureFile"), ("vsphereVolume", "vsphereVolume"),
+    ("photonPersistentDisk", "photonPersistentDisk"), ("portworxVolume", "portworxVolume"),
+    ("azureDisk", "azureDisk"), ("scaleIO", "scaleIO"), ("local", "local"),
+    ("storageos", "storageos"), ("csi", "csi"),
+)  # fmt: skip
+_MAX_PARAMETERS: Final = 512
+_MAX_PARAMETER_BYTES: Final = 256 * 1024
+_BINARY: Final = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
+_CLAIM_UPDATE: Final = (
+    "spec is immutable after creation except resources.requests and "
+    "volumeAttributesClassName for bound claims"
+)
+_BETA_CLASS: Final = "volume.beta.kubernetes.io/storage-class"
+
+
+def _dict(value: Any) -> JSONDict:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _supported(values: tuple[str, ...]) -> str:
+    return "supported values: " + ", ".join(f'"{v}"' for v in values)
+
+
+def _not_supported(field: str, value: Any, allowed: tuple[str, ...]) -> FieldError:
+    return FieldError(field, _NOT_SUPPORTED, _supported(allowed), value)
+
+
+# -- shared pieces ---------------------------------------------------------------
+
+
+def _access_modes_required(modes: Any, field: str, detail: str) -> list[FieldError]:
+    return [] if _list(modes) else [FieldError(field, _REQUIRED, detail)]
+
+
+def _access_mode_errors(modes: Any, field: str) -> list[FieldError]:
+    """Each access mode supported, and ``ReadWriteOncePod`` alone (1.29+)."""
+    modes = _list(modes)
+    errors = [_not_supported(field, m, _ACCESS_MODES) for m in modes if m not in _ACCESS_MODES]
+    if _ONCE_POD in modes and any(m != _ONCE_POD and m in _ACCESS_MODES for m in modes):
+        errors.append(
+            FieldError(field, _FORBIDDEN, "may not use ReadWriteOncePod with other access modes")
+        )
+    return errors
+
+
+def _class_name_errors(name: Any, field: str) -> list[FieldError]:
+    if not isinstance(name, str) or not name:
+        return []
+    return [FieldError(field, _INVALID, m, name) for m in dns_subdomain_errors(name)]
+
+
+def _volume_mode_errors(mode: Any, field: str) -> list[FieldError]:
+    if mode is None or mode in _VOLUME_MODES:
+        return []
+    return [_not_supported(field, mode, _VOLUME_MODES)]
+
+
+def _positive_errors(quantity: Any, field: str) -> list[FieldError]:
+    value = quantity_value(quantity)
+    if value is None or value > 0:
+        return []
+    return [FieldError(field, _INVALID, "must be greater than zero", str(quantity))]
+
+
+def _go_quantity(text: Any) -> str:
+    """Go's ``%#v`` of the ``resource.Quantity`` written ``text`` (binary or decimal)."""
+    text = str(text)
+    suffix = text[-2:]
+    if suffix not in _BINARY:
+        return go_quantity(text)
+    value = quantity_value(text)
+    whole = int(value) if value is not None else 0
+    return (
+        f"resource.Quantity{{i:resource.int64Amount{{value:{whole}, scale:0}}, "
+        f'd:resource.infDecAmount{{Dec:(*inf.Dec)(nil)}}, s:"{text}", Format:"BinarySI"}}'
+    )
+
+
+def _go_resource_list(resources: Any) -> GoValue:
+    if not resources:
+        return GoValue("core.ResourceList(nil)")
+    entries = ", ".join(
+        f"{json.dumps(name)}:{_go_quantity(resources[name])}" for name in sorted(resources)
+    )
+    return GoValue(f"core.ResourceList{{{entries}}}")
+
+
+def _spec_diff(kind: str, old: JSONDict, new: JSONDict) -> str:
+    """A short diff of what an update changed, in the shape of the ``cmp.Diff`` a real
+    server appends (``- old``, ``+ new``; the values as JSON, not as Go prints them)."""
+    lines = [f"  core.{kind}{{"]
+    for key in sorted(old.keys() | new.keys()):
+        if old.get(key) == new.get(key):
+            continue
+        name = key[:1].upper() + key[1:]
+        if key in old:
+            lines.append(f"- \t{name}: {json.dumps(old[key], sort_keys=True)},")
+        if key in new:
+            lines.append(f"+ \t{name}: {json.dumps(new[key], sort_keys=True)},")
+    lines.append("  }")
+    return "\n".join(lines) + "\n"
+
+
+# -- PersistentVolumeClaim -------------------------------------------------------------
+
+
+def _data_source_errors(source: Any, field: str) -> list[FieldError]:
+    if not isinstance(source, dict):
+        return []
+    errors = []
+    if not _str(source.get("name")):
+        errors.append(FieldError(f"{field}.name", _REQUIRED, ""))
+    kind = _str(source.get("kind"))
+    if not kind:
+        errors.append(FieldError(f"{field}.kind", _REQUIRED, ""))
+    group = _str(source.get("apiGroup"))
+    if not group and kind != "PersistentVolumeClaim":
+        errors.append(
+            FieldError(
+                field,
+                _INVALID,
+                "must be 'PersistentVolumeClaim' when referencing the default apiGroup",
+                kind,
+            )
+        )
+    if group:
+        errors += [
+            FieldError(f"{field}.apiGroup", _INVALID, m, group) for m in dns_subdomain_errors(group)
+        ]
+    return errors
+
+
+def claim_spec_errors(spec: JSONDict, path: str) -> list[FieldError]:
+    """A PersistentVolumeClaimSpec's problems (a claim's, at ``spec``)."""
+    modes, where = spec.get("accessModes"), f"{path}.accessModes"
+    errors = _access_modes_required(modes, where, "at least 1 access mode is required")
+    errors += label_selector_errors(spec.get("selector"), f"{path}.selector")
+    errors += _access_mode_errors(modes, where)
+    requests = _dict(_dict(spec.get("resources")).get("requests"))
+    where = f"{path}.resources[storage]"
+    if "storage" not in requests:
+        errors.append(FieldError(where, _REQUIRED, ""))
+    else:
+        errors += _positive_errors(requests["storage"], where)
+    errors += _class_name_errors(spec.get("storageClassName"), f"{path}.storageClassName")
+    errors += _volume_mode_errors(spec.get("volumeMode"), f"{path}.volumeMode")
+    errors += _data_source_errors(spec.get("dataSource"), f"{path}.dataSource")
+    ref = spec.get("dataSourceRef")
+    errors += _data_source_errors(ref, f"{path}.dataSourceRef")
+    namespace = _str(_dict(ref).get("namespace"))
+    if namespace:
+        errors += [
+            FieldError(f"{path}.dataSourceRef.namespace", _INVALID, m, namespace)
+            for m in dns_label_errors(namespace)
+        ]
+        if spec.get("dataSource") is not None:
+            errors.append(
+                FieldError(
+                    path,
+                    _INVALID,
+                    "may not be specified when dataSourceRef.namespace is specified",
+                    f"{path}.dataSource",
+                )
+            )
+    elif isinstance(spec.get("dataSource"), dict) and isinstance(ref, dict):
+        source = spec["dataSource"]
+        if any(source.get(k) != ref.get(k) for k in ("apiGroup", "kind", "name")):
+            errors.append(
+                FieldError(path, _INVALID, "must match dataSourceRef", f"{path}.dataSource")
+            )
+    return errors
+
+
+def _claim_update_errors(new: JSONDict, old: JSONDict) -> list[FieldError]:
+    new_spec, old_spec = _dict(new.get("spec")), _dict(old.get("spec"))
+    # (twice: the registry validates the new claim, then the update, which does again)
+    errors = claim_spec_errors(new_spec, "spec") * 2
+    mine, theirs = json.loads(json.dumps(new_spec)), json.loads(json.dumps(old_spec))
+    if not _str(old_spec.get("volumeName")):  # (set once, by the binder)
+        theirs.pop("volumeName", None)
+        mine.pop("volumeName", None)
+    old_annotation = _dict(_dict(old.get("metadata")).get("annotations")).get(_BETA_CLASS)
+    new_class = new_spec.get("storageClassName")
+    # (1.28+: a class set where there was none, unless a beta annotation says another)
+    if (
+        new_class is not None
+        and old_spec.get("storageClassName") is None
+        and (old_annotation is None or new_class == old_annotation)
+    ):
+        mine.pop("storageClassName", None)
+    bound = _dict(old.get("status")).get("phase") == "Bound"
+    old_requests = _dict(_dict(old_spec.get("resources")).get("requests"))
+    new_requests = _dict(_dict(new_spec.get("resources")).get("requests"))
+    if bound and "requests" in _dict(mine.get("resources")):
+        if "storage" in old_requests:
+            mine["resources"]["requests"]["storage"] = old_requests["storage"]
+        else:
+            mine["resources"]["requests"].pop("storage", None)
+    for spec in (mine, theirs):
+        spec.pop("volumeAttributesClassName", None)
+    if _semantic(mine) != _semantic(theirs):
+        diff = _spec_diff("PersistentVolumeClaimSpec", _semantic(theirs), _semantic(mine))
+        errors.append(FieldError("spec", _FORBIDDEN, f"{_CLAIM_UPDATE}\n{diff}"))
+    old_size = quantity_value(old_requests.get("storage", "0")) or 0
+    new_size = quantity_value(new_requests.get("storage", "0")) or 0
+    if new_size < old_size:
+        errors.append(
+            FieldError(
+                "spec.resources.requests.storage",
+                _FORBIDDEN,
+                "field can not be less than previous value",
+            )
+        )
+    mode = new_spec.get("volumeMode")
+    if mode != old_spec.get("volumeMode"):
+        errors.append(FieldError("volumeMode", _INVALID, "field is immutable", mode))
+    return errors
+
+
+# -- PersistentVolume ------------------------------------------------------------------
+
+
+def _node_requirement_errors(requirement: JSONDict, path: str) -> list[FieldError]:
+    operator = requirement.get("operator")
+    values = _list(requirement.get("values"))
+    errors = []
+    if operator in ("In", "NotIn"):
+        if not values:
+            detail = "must be specified when `operator` is 'In' or 'NotIn'"
+            errors.append(FieldError(f"{path}.values", _REQUIRED, detail))
+    elif operator in ("Exists", "DoesNotExist"):
+        if values:
+            detail = "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
+            errors.append(FieldError(f"{path}.values", _FORBIDDEN, detail))
+    elif operator in ("Gt", "Lt"):
+        if len(values) != 1:
+            detail = "must be specified single value when `operator` is 'Lt' or 'Gt'"
+            errors.append(FieldError(f"{path}.values", _REQUIRED, detail))
+    else:
+        errors.append(
+            FieldError(f"{path}.operator", _INVALID, "not a valid selector operator", operator)
+        )
+    key = _str(requirement.get("key"))
+    errors += [FieldError(f"{path}.key", _INVALID, m, key) for m in qualified_name_errors(key)]
+    return errors
+
+
+def node_selector_errors(selector: JSONDict, path: str) -> list[FieldError]:
+    """A NodeSelector's problems: at least one term, each expression's operator and
+    values agreeing, its key a label name. (The terms' ``matchFields`` are not checked.)"""
+    terms = _list(selector.get("nodeSelectorTerms"))
+    where = f"{path}.nodeSelectorTerms"
+    if not terms:
+        return [FieldError(where, _REQUIRED, "must have at least one node selector term")]
+    errors = []
+    for i, term in enumerate(terms):
+        for j, requirement in enumerate(_list(_dict(term).get("matchExpressions"))):
+            errors += _node_requirement_errors(
+                _dict(requirement), f"{where}[{i}].matchExpressions[{j}]"
+            )
+    return errors
+
+
+def _no_backsteps(target: str, field: str) -> list[FieldError]:
+    if ".." in target.replace("\\", "/").split("/"):
+        return [FieldError(field, _INVALID, "must not contain '..'", target)]
+    return []
+
+
+def _csi_driver_errors(driver: str, field: str) -> list[FieldError]:
+    errors = [] if driver else [FieldError(field, _REQUIRED, "")]
+    if len(driver) > 63:
+        errors.append(FieldError(field, _TOO_LONG, "must have at most 63 bytes", driver))
+    errors += [FieldError(field, _INVALID, m, driver) for m in dns_subdomain_errors(driver.lower())]
+    return errors
+
+
+def _source_errors(key: str, source: JSONDict, path: str) -> list[FieldError]:
+    """The checks of a few sources' own fields (hostPath, nfs, local, csi)."""
+    where = f"{path}.{key}"
+    errors: list[FieldError] = []
+    if key in ("hostPath", "local"):
+        target = _str(source.get("path"))
+        if not target:
+            return [FieldError(f"{where}.path", _REQUIRED, "")]
+        errors += _no_backsteps(target, f"{where}.path")
+        kind = source.get("type")
+        if key == "hostPath" and kind is not None and kind not in _HOST_PATH_TYPES:
+            errors.append(_not_supported(f"{where}.type", kind, _HOST_PATH_TYPES))
+    elif key == "nfs":
+        if not _str(source.get("server")):
+            errors.append(FieldError(f"{where}.server", _REQUIRED, ""))
+        target = _str(source.get("path"))
+        if not target:
+            errors.append(FieldError(f"{where}.path", _REQUIRED, ""))
+        if not target.startswith("/"):
+            errors.append(FieldError(f"{where}.path", _INVALID, "must be an absolute path", target))
+    elif key == "csi":
+        errors += _csi_driver_errors(_str(source.get("driver")), f"{where}.driver")
+        if not _str(source.get("volumeHandle")):
+            errors.append(FieldError(f"{where}.volumeHandle", _REQUIRED, ""))
+    return errors
+
+
+def _capacity_errors(capacity: Any, path: str) -> list[FieldError]:
+    capacity = _dict(capacity)
+    where = f"{path}.capacity"
+    errors = [] if capacity else [FieldError(where, _REQUIRED, "")]
+    if "storage" not in capacity or len(capacity) > 1:
+        errors.append(_not_supported(where, _go_resource_list(capacity), ("storage",)))
+    for name in sorted(capacity):
+        value = quantity_value(capacity[name])
+        if value is not None and value < 0:
+            errors.append(
+                FieldError(
+                    f"{where}[{name}]",
+                    _INVALID,
+                    "must be a valid resource quantity",
+                    math.ceil(value),
+                )
+            )
+        errors += _positive_errors(capacity[name], f"{where}[{name}]")
+    return errors
+
+
+def volume_spec_errors(spec: JSONDict, path: str = "spec") -> list[FieldError]:
+    """A PersistentVolumeSpec's problems."""
+    modes, where = spec.get("accessModes"), f"{path}.accessModes"
+    errors = _access_modes_required(modes, where, "") + _access_mode_errors(modes, where)
+    errors += _capacity_errors(spec.get("capacity"), path)
+    policy = spec.get("persistentVolumeReclaimPolicy")
+    if policy and policy not in _RECLAIM_POLICIES:
+        errors.append(
+            _not_supported(f"{path}.persistentVolumeReclaimPolicy", policy, _RECLAIM_POLICIES)
+        )
+    affinity = spec.get("nodeAffinity")
+    if isinstance(affinity, dict):
+        required = affinity.get("required")
+        if isinstance(required, dict):
+            errors += node_selector_errors(required, f"{path}.nodeAffinity.required")
+        else:
+            errors.append(
+                FieldError(
+                    f"{path}.nodeAffinity.required",
+                    _REQUIRED,
+                    "must specify required node constraints",
+                )
+            )
+    count = 0
+    for key, name in _SOURCES:
+        source = spec.get(key)
+        if source is None:
+            continue
+        if count and name:
+            errors.append(
+                FieldError(f"{path}.{name}", _FORBIDDEN, "may not specify more than 1 volume type")
+            )
+            continue
+        count += 1
+        errors += _source_errors(key, _dict(source), path)
+        if key == "local" and not isinstance(affinity, dict):
+            errors.append(
+                FieldError(f"{path}.nodeAffinity", _REQUIRED, "Local volume requires node affinity")
+            )
+    if count == 0:
+        errors.append(FieldError(path, _REQUIRED, "must specify a volume type"))
+    host = spec.get("hostPath")
+    if (
+        isinstance(host, dict)
+        and posixpath.normpath(_str(host.get("path")) or ".") in ("/", "//")
+        and policy == "Recycle"
+    ):
+        errors.append(
+            FieldError(
+                f"{path}.persistentVolumeReclaimPolicy",
+                _FORBIDDEN,
+                "may not be 'recycle' for a hostPath mount of '/'",
+            )
+        )
+    errors += _class_name_errors(spec.get("storageClassName"), f"{path}.storageClassName")
+    errors += _volume_mode_errors(spec.get("volumeMode"), f"{path}.volumeMode")
+    return errors
+
+
+def _sources_of(spec: JSONDict) -> JSONDict:
+    return {key: spec[key] for key, _ in _SOURCES if spec.get(key) is not None}
+
+
+def _go_affinity(affinity: Any) -> GoValue | str:
+    if not isinstance(affinity, dict):
+        return "null"
+    inner = "(*core.NodeSelector)(nil)"
+    if isinstance(affinity.get("required"), dict):
+        inner = "(*core.NodeSelector)(0xc000a1b2c0)"  # (a pointer: Go prints its address)
+    return GoValue(f"core.VolumeNodeAffinity{{Required:{inner}}}")
+
+
+def _volume_update_errors(new: JSONDict, old: JSONDict) -> list[FieldError]:
+    new_spec, old_spec = _dict(new.get("spec")), _dict(old.get("spec"))
+    errors = volume_spec_errors(new_spec) * 2  # (twice, as for a claim)
+    mine, theirs = _sources_of(new_spec), _sources_of(old_spec)
+    csi, old_csi = _dict(mine.get("csi")), _dict(theirs.get("csi"))
+    if csi and old_csi and "controllerExpandSecretRef" not in old_csi:
+        mine["csi"] = {k: v for k, v in csi.items() if k != "controllerExpandSecretRef"}
+    if _semantic(mine) != _semantic(theirs):
+        diff = _spec_diff("PersistentVolumeSource", _semantic(theirs), _semantic(mine))
+        errors.append(
+            FieldError(
+                "spec.persistentvolumesource",
+                _FORBIDDEN,
+                f"spec.persistentvolumesource is immutable after creation\n{diff}",
+            )
+        )
+    mode = new_spec.get("volumeMode")
+    if mode != old_spec.get("volumeMode"):
+        errors.append(FieldError("volumeMode", _INVALID, "field is immutable", mode))
+    old_affinity = old_spec.get("nodeAffinity")
+    if old_affinity is not None and not json_equal(new_spec.get("nodeAffinity"), old_affinity):
+        shown = _go_affinity(new_spec.get("nodeAffinity"))
+        errors.append(FieldError("nodeAffinity", _INVALID, "field is immutable", shown))
+    return errors
+
+
+# -- StorageClass ----------------------------------------------------------------------
+
+
+def _topology_errors(terms: Any) -> list[FieldError]:
+    errors: list[FieldError] = []
+    seen: list[Any] = []
+    for i, term in enumerate(_list(terms)):
+        where = f"allowedTopologies[{i}].matchLabelExpressions"
+        keys: dict[str, frozenset[str]] = {}
+        for j, requirement in enumerate(_list(_dict(term).get("matchLabelExpressions"))):
+            requirement = _dict(requirement)
+            values = [v for v in _list(requirement.get("values")) if isinstance(v, str)]
+            if not values:
+                errors.append(FieldError(f"{where}[{j}].values", _REQUIRED, ""))
+            for k, value in enumerate(values):
+                if value in values[:k]:
+                    errors.append(
+                        FieldError(f"{where}[{j}].values[{k}]", _DUPLICATE, json.dumps(value))
+                    )
+            key = _str(requirement.get("key"))
+            errors += [
+                FieldError(f"{where}[{j}].key", _INVALID, m, key)
+                for m in qualified_name_errors(key)
+            ]
+            if key in keys:
+                errors.append(FieldError(f"{where}[{j}].key", _DUPLICATE, json.dumps(key)))
+            keys[key] = frozenset(values)
+        errors += [FieldError(where, _DUPLICATE, '""') for earlier in seen if earlier == keys]
+        seen.append(keys)
+    return errors
+
+
+def storage_class_errors(obj: JSONDict) -> list[FieldError]:
+    """A StorageClass's problems."""
+    errors: list[FieldError] = []
+    provisioner = _str(obj.get("provisioner"))
+    if not provisioner:
+        errors.append(FieldError("provisioner", _REQUIRED, ""))
+    else:
+        errors += [
+            FieldError("provisioner", _INVALID, m, provisioner)
+            for m in qualified_name_errors(provisioner.lower())
+        ]
+    parameters = _dict(obj.get("parameters"))
+    if len(parameters) > _MAX_PARAMETERS:
+        errors.append(
+            FieldError(
+                "parameters",
+                _TOO_LONG,
+                f"must have at most {_MAX_PARAMETERS} bytes",
+                "Provisioner Parameters exceeded max allowed",
+            )
+        )
+    else:
+        errors += [
+            FieldError("parameters", _INVALID, "field can not be empty.", key)
+            for key in parameters
+            if not key
+        ]
+        size = sum(len(k.encode()) + len(_str(v).encode()) for k, v in parameters.items())
+        if size > _MAX_PARAMETER_BYTES:
+            errors.append(
+                FieldError(
+                    "parameters", _TOO_LONG, f"must have at most {_MAX_PARAMETER_BYTES} bytes"
+                )
+            )
+    policy = obj.get("reclaimPolicy")
+    if policy and policy not in _CLASS_RECLAIM_POLICIES:
+        errors.append(_not_supported("reclaimPolicy", policy, _CLASS_RECLAIM_POLICIES))
+    mode = obj.get("volumeBindingMode")
+    if mode is None:
+        errors.append(FieldError("volumeBindingMode", _REQUIRED, ""))
+    elif mode not in _BINDING_MODES:
+        errors.append(_not_supported("volumeBindingMode", mode, _BINDING_MODES))
+    return errors + _topology_errors(obj.get("allowedTopologies"))
+
+
+def _class_update_errors(new: JSONDict, old: JSONDict) -> list[FieldError]:
+    errors: list[FieldError] = []
+    if not json_equal(new.get("parameters") or {}, old.get("parameters") or {}):
+        errors.append(FieldError("parameters", _FORBIDDEN, "updates to parameters are forbidden."))
+    for key in ("provisioner", "reclaimPolicy"):
+        if new.get(key) != old.get(key):
+            errors.append(FieldError(key, _FORBIDDEN, f"updates to {key} are forbidden."))
+    mode = new.get("volumeBindingMode")
+    if mode != old.get("volumeBindingMode"):
+        errors.append(FieldError("volumeBindingMode", _INVALID, "field is immutable", mode))
+    return errors
+
+
+# -- entry points ----------------------------------------------------------------------
+
+
+def storage_errors(group: str, resource: str, obj: JSONDict) -> list[FieldError]:
+    """The problems of a PersistentVolumeClaim, PersistentVolume or StorageClass to
+    create (none for other kinds)."""
+    kind = (group, resource)
+    if kind == _CLAIMS:
+        return claim_spec_errors(_dict(obj.get("spec")), "spec")
+    if kind == _VOLUMES:
+        return volume_spec_errors(_dict(obj.get("spec")))
+    if kind == _CLASSES:
+        return storage_class_errors(obj)
+    return []
+
+
+def storage_update_errors(
+    group: str, resource: str, new: JSONDict, old: JSONDict
+) -> list[FieldError]:
+    """The problems of an update from ``old`` to ``new``: the new object's, then what
+    it may not change."""
+    kind = (group, resource)
+    if kind == _CLAIMS:
+        return _claim_update_errors(new, old)
+    if kind == _VOLUMES:
+        return _volume_update_errors(new, old)
+    if kind == _CLASSES:
+        return storage_class_errors(new) + _class_update_errors(new, old)
+    return []
