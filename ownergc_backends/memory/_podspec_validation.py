@@ -922,10 +922,10 @@ def _go_field(name: str) -> str:
     return special.get(name, name[:1].upper() + name[1:])
 
 
-def _spec_diff(old: dict[str, Any], new: dict[str, Any]) -> str:
-    """A short diff of the PodSpec fields an update changed, in the shape of the one a
+def spec_diff(old: dict[str, Any], new: dict[str, Any], kind: str = "PodSpec") -> str:
+    """A short diff of the ``kind`` fields an update changed, in the shape of the one a
     real server appends (``- old``, ``+ new``; the values as JSON, not as Go prints them)."""
-    lines = ["  core.PodSpec{"]
+    lines = [f"  core.{kind}{{"]
     for key in sorted(old.keys() | new.keys()):
         if old.get(key) == new.get(key):
             continue
@@ -1007,7 +1007,7 @@ def pod_spec_update_errors(
             FieldError(
                 "spec",
                 _FORBIDDEN,
-                f"{POD_UPDATE_FORBIDDEN}\n{_spec_diff(_semantic(old_spec), _semantic(munged))}",
+                f"{POD_UPDATE_FORBIDDEN}\n{spec_diff(_semantic(old_spec), _semantic(munged))}",
             )
         )
     return errors

@@ -33,18 +33,26 @@ from ownergc.protocols import JSONDict
 
 from ._defaults import quantity_value
 from ._patch import json_equal
-from ._podspec_validation import _semantic, dns_label_errors, dns_subdomain_errors
+from ._podspec_validation import (
+    _DUPLICATE,
+    _FORBIDDEN,
+    _INVALID,
+    _REQUIRED,
+    _dict,
+    _list,
+    _not_supported,
+    _semantic,
+    _str,
+    dns_label_errors,
+    dns_subdomain_errors,
+    spec_diff,
+)
 from ._quota_validation import go_quantity
 from ._selectors import label_selector_errors
 from ._validation import FieldError, GoValue, qualified_name_errors
 
 __all__ = ["storage_errors", "storage_update_errors"]
 
-_INVALID: Final = "FieldValueInvalid"
-_REQUIRED: Final = "FieldValueRequired"
-_FORBIDDEN: Final = "FieldValueForbidden"
-_NOT_SUPPORTED: Final = "FieldValueNotSupported"
-_DUPLICATE: Final = "FieldValueDuplicate"
 _TOO_LONG: Final = "FieldValueTooLong"
 
 _CLAIMS: Final = ("", "persistentvolumeclaims")
@@ -83,26 +91,6 @@ _CLAIM_UPDATE: Final = (
     "volumeAttributesClassName for bound claims"
 )
 _BETA_CLASS: Final = "volume.beta.kubernetes.io/storage-class"
-
-
-def _dict(value: Any) -> JSONDict:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _str(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _supported(values: tuple[str, ...]) -> str:
-    return "supported values: " + ", ".join(f'"{v}"' for v in values)
-
-
-def _not_supported(field: str, value: Any, allowed: tuple[str, ...]) -> FieldError:
-    return FieldError(field, _NOT_SUPPORTED, _supported(allowed), value)
 
 
 # -- shared pieces ---------------------------------------------------------------
@@ -163,22 +151,6 @@ def _go_resource_list(resources: Any) -> GoValue:
         f"{json.dumps(name)}:{_go_quantity(resources[name])}" for name in sorted(resources)
     )
     return GoValue(f"core.ResourceList{{{entries}}}")
-
-
-def _spec_diff(kind: str, old: JSONDict, new: JSONDict) -> str:
-    """A short diff of what an update changed, in the shape of the ``cmp.Diff`` a real
-    server appends (``- old``, ``+ new``; the values as JSON, not as Go prints them)."""
-    lines = [f"  core.{kind}{{"]
-    for key in sorted(old.keys() | new.keys()):
-        if old.get(key) == new.get(key):
-            continue
-        name = key[:1].upper() + key[1:]
-        if key in old:
-            lines.append(f"- \t{name}: {json.dumps(old[key], sort_keys=True)},")
-        if key in new:
-            lines.append(f"+ \t{name}: {json.dumps(new[key], sort_keys=True)},")
-    lines.append("  }")
-    return "\n".join(lines) + "\n"
 
 
 # -- PersistentVolumeClaim -------------------------------------------------------------
@@ -279,7 +251,7 @@ def _claim_update_errors(new: JSONDict, old: JSONDict) -> list[FieldError]:
     for spec in (mine, theirs):
         spec.pop("volumeAttributesClassName", None)
     if _semantic(mine) != _semantic(theirs):
-        diff = _spec_diff("PersistentVolumeClaimSpec", _semantic(theirs), _semantic(mine))
+        diff = spec_diff(_semantic(theirs), _semantic(mine), "PersistentVolumeClaimSpec")
         errors.append(FieldError("spec", _FORBIDDEN, f"{_CLAIM_UPDATE}\n{diff}"))
     old_size = quantity_value(old_requests.get("storage", "0")) or 0
     new_size = quantity_value(new_requests.get("storage", "0")) or 0
@@ -483,7 +455,7 @@ def _volume_update_errors(new: JSONDict, old: JSONDict) -> list[FieldError]:
     if csi and old_csi and "controllerExpandSecretRef" not in old_csi:
         mine["csi"] = {k: v for k, v in csi.items() if k != "controllerExpandSecretRef"}
     if _semantic(mine) != _semantic(theirs):
-        diff = _spec_diff("PersistentVolumeSource", _semantic(theirs), _semantic(mine))
+        diff = spec_diff(_semantic(theirs), _semantic(mine), "PersistentVolumeSource")
         errors.append(
             FieldError(
                 "spec.persistentvolumesource",

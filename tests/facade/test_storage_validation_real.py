@@ -45,6 +45,7 @@ import pytest
 
 from ownergc_backends.memory import InMemoryStore
 from ownergc_backends.memory.http import KubeAPIServer, run_in_thread
+from tests.facade.test_core_validation_real import _cause
 from tests.facade.test_field_validation_cases import send
 
 RECORDED = json.loads(
@@ -116,15 +117,6 @@ DIFFERENCES: dict[tuple[str, str, str], tuple[list[str] | None, str]] = {
     ),
 }
 
-_LABELS = {
-    "FieldValueInvalid": "Invalid value",
-    "FieldValueRequired": "Required value",
-    "FieldValueForbidden": "Forbidden",
-    "FieldValueNotSupported": "Unsupported value",
-    "FieldValueDuplicate": "Duplicate value",
-    "FieldValueTooLong": "Too long",
-}
-_REASONS = {label: reason for reason, label in _LABELS.items()}
 #: A Go struct diff a forbidden update's error ends with.
 _DIFF = re.compile(r"\n  core\.[A-Za-z]+\{\n.*?\n  \}\n", re.DOTALL)
 _ADDRESS = re.compile(r"\(0x[0-9a-f]+\)")
@@ -160,12 +152,6 @@ def _as_130(text: str) -> str:
     for old, new in REWRITES_130:
         text = re.sub(old, new, text)
     return text
-
-
-def _cause(error: str) -> dict[str, str]:
-    field, _, body = error.partition(": ")
-    label = body.partition(": ")[0]
-    return {"reason": _REASONS[label], "message": body, "field": field}
 
 
 def _expected_1_30(exchange: dict[str, Any], errors: list[str] | None) -> dict[str, Any]:
