@@ -73,6 +73,9 @@ OBJECTS = {
         "storval-pvc": claim(),
         "storval-pvc-sc": claim(storageClassName="fast"),
         "storval-pvc-bound": claim(storageClassName="storval-expand"),
+        "storval-pvc-fixed": claim(storageClassName="storval-sc"),
+        "storval-pvc-missing-class": claim(storageClassName="storval-missing"),
+        "storval-pvc-no-class": claim(),
     },
     "persistentvolumes": {
         "storval-pv": volume(),
@@ -88,7 +91,18 @@ OBJECTS = {
         "storval-expand": sc(allowVolumeExpansion=True),
     },
 }
-BOUND = {"storval-pvc-bound": {"status": {"phase": "Bound", "capacity": {"storage": "1Gi"}}}}
+BOUND = {
+    name: {"status": {"phase": "Bound", "capacity": {"storage": "1Gi"}}}
+    for name in (
+        "storval-pvc-bound",
+        "storval-pvc-fixed",
+        "storval-pvc-missing-class",
+        "storval-pvc-no-class",
+    )
+}
+#: A bound claim's resize, refused by the resize admission plugin but for a class that
+#: allows expansion.
+RAISED = {"spec": {"resources": {"requests": {"storage": "2Gi"}}}}
 
 CREATES = {
     "persistentvolumeclaims": {
@@ -244,6 +258,12 @@ UPDATES = {
         ("storval-pvc-sc", "storageClassName changed"): {"spec": {"storageClassName": "slow"}},
         ("storval-pvc-bound", "storage raised"): {
             "spec": {"resources": {"requests": {"storage": "2Gi"}}}
+        },
+        ("storval-pvc-fixed", "storage raised, class without expansion"): RAISED,
+        ("storval-pvc-missing-class", "storage raised, class missing"): RAISED,
+        ("storval-pvc-no-class", "storage raised, no class"): RAISED,
+        ("storval-pvc-fixed", "storage raised and accessModes changed"): {
+            "spec": {**RAISED["spec"], "accessModes": ["ReadWriteMany"]}
         },
         ("storval-pvc-bound", "storage lowered"): {
             "spec": {"resources": {"requests": {"storage": "500Mi"}}}

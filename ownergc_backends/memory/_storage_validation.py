@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import math
 import posixpath
+from collections.abc import Callable
 from typing import Any, Final
 
 from ownergc.protocols import JSONDict
@@ -51,7 +52,7 @@ from ._quota_validation import go_quantity
 from ._selectors import label_selector_errors
 from ._validation import FieldError, GoValue, qualified_name_errors
 
-__all__ = ["storage_errors", "storage_update_errors"]
+__all__ = ["resize_refusal", "storage_errors", "storage_update_errors"]
 
 _TOO_LONG: Final = "FieldValueTooLong"
 
@@ -592,3 +593,38 @@ def storage_update_errors(
     if kind == _CLASSES:
         return storage_class_errors(new) + _class_update_errors(new, old)
     return []
+
+
+def _claim_class(claim: JSONDict) -> str:
+    """A claim's class: the beta annotation's, else ``spec.storageClassName``."""
+    annotations = _dict(_dict(claim.get("metadata")).get("annotations"))
+    if _BETA_CLASS in annotations:
+        return _str(annotations[_BETA_CLASS])
+    return _str(_dict(claim.get("spec")).get("storageClassName"))
+
+
+def resize_refusal(
+    new: JSONDict, old: JSONDict, storage_class: Callable[[str], JSONDict | None]
+) -> str | None:
+    """Why the PersistentVolumeClaimResize admission plugin refuses an update of a claim
+    (a 403), or None: a larger storage request needs a bound claim of a class, the same
+    before and after, that ``storage_class`` finds with ``allowVolumeExpansion: true``.
+    (It runs after validation, which refuses a pending claim's resize first.)"""
+    new_size = quantity_value(_requests(new).get("storage", "0")) or 0
+    old_size = quantity_value(_requests(old).get("storage", "0")) or 0
+    if new_size <= old_size:
+        return None
+    if _dict(old.get("status")).get("phase") != "Bound":
+        return "Only bound persistent volume claims can be expanded"
+    name, old_name = _claim_class(new), _claim_class(old)
+    found = storage_class(name) if name and name == old_name else None
+    if found is None or found.get("allowVolumeExpansion") is not True:
+        return (
+            "only dynamically provisioned pvc can be resized and the storageclass that "
+            "provisions the pvc must support resize"
+        )
+    return None
+
+
+def _requests(claim: JSONDict) -> JSONDict:
+    return _dict(_dict(_dict(claim.get("spec")).get("resources")).get("requests"))

@@ -88,7 +88,7 @@ from ._resources import ResourceSpec
 from ._service_ips import allocate
 from ._spec_validation import selector_errors, selector_update_errors
 from ._storage import ObjectStorage, holds_services
-from ._storage_validation import storage_errors, storage_update_errors
+from ._storage_validation import resize_refusal, storage_errors, storage_update_errors
 from ._subresources import meta_for_status, subresource_errors, subresource_update
 from ._validation import (
     FINALIZER_FOREGROUND,
@@ -108,6 +108,7 @@ __all__ = ["WriteRules"]
 
 _PRIORITY_CLASSES = ("scheduling.k8s.io", "priorityclasses")
 _RESOURCE_QUOTAS = ("", "resourcequotas")
+_CLAIMS = ("", "persistentvolumeclaims")
 
 
 class WriteRules:
@@ -166,6 +167,19 @@ class WriteRules:
             if bucket.lookup(namespace, candidate) is None:
                 return candidate
         raise ServerTimeout(f"could not generate a unique name from {prefix!r}")
+
+    def _admit_resize(self, bucket: _Storage, name: str, body: JSONDict, old: JSONDict) -> None:
+        """PersistentVolumeClaimResize admission (after validation, as on a real server)."""
+        classes = self._storage.buckets.get(("storage.k8s.io", "storageclasses"))
+        why = resize_refusal(
+            body, old, lambda class_name: classes.lookup("", class_name) if classes else None
+        )
+        if why is not None:
+            raise Forbidden(
+                f'{bucket.group_resource} "{name}" is forbidden: {why}',
+                reason="Forbidden",
+                details={"name": name, "kind": bucket.spec.resource},
+            )
 
     def _admit_namespace(self, bucket: _Storage, namespace: str, name: str) -> None:
         """NamespaceLifecycle admission for creates."""
@@ -522,6 +536,8 @@ class WriteRules:
             errors += resource_quota_errors(body)
         if errors:
             raise invalid(bucket, name, errors)
+        if (spec.group, spec.resource) == _CLAIMS and subresource is None:
+            self._admit_resize(bucket, name, body, existing)
 
         new: JSONDict = {"apiVersion": existing["apiVersion"], "kind": spec.kind, "metadata": meta}
         for key, value in body.items():

@@ -6,8 +6,10 @@ tests/data/real-apiserver-1.20/storage-validation.json holds what a real kube-ap
 invalid (and some valid) objects, and merge-patch updates with ``dryRun=All`` of stored
 ones (a Pending claim without a class, one with a class, a Bound one whose class
 allows expansion, a hostPath volume, a local volume with node affinity, a
-StorageClass). Each is sent to serve's facade and the answer compared: the status, and
-for a refusal its reason, message and causes.
+StorageClass; bound claims of a class without expansion, of a missing class and of
+none, whose resize the PersistentVolumeClaimResize admission plugin refuses with a 403
+once validation has let it through). Each is sent to serve's facade and the answer
+compared: the status, and for a refusal its reason, message and causes.
 
 Compared loosely, on purpose: a forbidden update's message and cause end with a diff of
 the Go structs (``diff.ObjectDiff`` in 1.20, new then old; ``cmp.Diff`` in 1.30, old
