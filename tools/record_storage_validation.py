@@ -139,6 +139,7 @@ CREATES = {
                 "name": "snap",
             }
         ),
+        "storage not a quantity": claim(resources={"requests": {"storage": "lots"}}),
         "many errors": claim(
             accessModes=["Bogus"], resources={"requests": {"storage": "0"}}, volumeMode="Raw"
         ),
@@ -189,6 +190,28 @@ CREATES = {
         "nodeAffinity bad key": volume(
             nodeAffinity=affinity(term({"key": "a b", "operator": "Exists"}))
         ),
+        "nodeAffinity Exists with values": volume(
+            nodeAffinity=affinity(term({"key": "a", "operator": "Exists", "values": ["b"]}))
+        ),
+        "nodeAffinity Gt two values": volume(
+            nodeAffinity=affinity(term({"key": "a", "operator": "Gt", "values": ["1", "2"]}))
+        ),
+        "nodeAffinity matchFields valid": volume(
+            nodeAffinity=affinity(
+                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}
+            )
+        ),
+        "nodeAffinity matchFields bad": volume(
+            nodeAffinity=affinity(
+                {
+                    "matchFields": [
+                        {"key": "metadata.uid", "operator": "In", "values": ["a", "b"]},
+                        {"key": "metadata.name", "operator": "Exists", "values": ["N_1"]},
+                    ]
+                }
+            )
+        ),
+        "capacity not a quantity": volume(capacity={"storage": "lots"}),
         "csi without driver": volume(hostPath=None, csi={"volumeHandle": "v"}),
         "csi driver invalid": volume(
             hostPath=None, csi={"driver": "Bad_Driver", "volumeHandle": "v"}

@@ -42,6 +42,7 @@ from ._podspec_validation import (
     _dict,
     _list,
     _not_supported,
+    _parse_quantity,
     _semantic,
     _str,
     dns_label_errors,
@@ -311,6 +312,36 @@ def node_selector_errors(selector: JSONDict, path: str) -> list[FieldError]:
             errors += _node_requirement_errors(
                 _dict(requirement), f"{where}[{i}].matchExpressions[{j}]"
             )
+        for j, requirement in enumerate(_list(_dict(term).get("matchFields"))):
+            errors += _node_field_errors(_dict(requirement), f"{where}[{i}].matchFields[{j}]")
+    return errors
+
+
+def _node_field_errors(requirement: JSONDict, path: str) -> list[FieldError]:
+    """A node selector term's field requirement: ``metadata.name`` In or NotIn one node
+    name."""
+    operator = requirement.get("operator")
+    values = _list(requirement.get("values"))
+    errors = []
+    if operator in ("In", "NotIn"):
+        if len(values) != 1:
+            detail = (
+                "must be only one value when `operator` is 'In' or 'NotIn' for node field selector"
+            )
+            errors.append(FieldError(f"{path}.values", _REQUIRED, detail))
+    else:
+        errors.append(
+            FieldError(f"{path}.operator", _INVALID, "not a valid selector operator", operator)
+        )
+    key = requirement.get("key")
+    if key != "metadata.name":
+        errors.append(FieldError(f"{path}.key", _INVALID, "not a valid field selector key", key))
+    else:
+        for i, value in enumerate(values):
+            errors += [
+                FieldError(f"{path}.values[{i}]", _INVALID, m, value)
+                for m in dns_subdomain_errors(_str(value))
+            ]
     return errors
 
 
@@ -567,10 +598,28 @@ def _class_update_errors(new: JSONDict, old: JSONDict) -> list[FieldError]:
 # -- entry points ----------------------------------------------------------------------
 
 
+def _decode_quantities(kind: tuple[str, str], obj: JSONDict) -> None:
+    """A quantity that does not parse cannot be decoded: the 400 a real server answers
+    before it validates anything."""
+    spec = _dict(obj.get("spec"))
+    if kind == _CLAIMS:
+        resources = _dict(spec.get("resources"))
+        lists = [_dict(resources.get("requests")), _dict(resources.get("limits"))]
+        name = "PersistentVolumeClaim"
+    elif kind == _VOLUMES:
+        lists, name = [_dict(spec.get("capacity"))], "PersistentVolume"
+    else:
+        return
+    for quantities in lists:
+        for quantity in quantities.values():
+            _parse_quantity(quantity, name)
+
+
 def storage_errors(group: str, resource: str, obj: JSONDict) -> list[FieldError]:
     """The problems of a PersistentVolumeClaim, PersistentVolume or StorageClass to
-    create (none for other kinds)."""
+    create (none for other kinds); a 400 for a quantity that does not parse."""
     kind = (group, resource)
+    _decode_quantities(kind, obj)
     if kind == _CLAIMS:
         return claim_spec_errors(_dict(obj.get("spec")), "spec")
     if kind == _VOLUMES:
@@ -586,6 +635,7 @@ def storage_update_errors(
     """The problems of an update from ``old`` to ``new``: the new object's, then what
     it may not change."""
     kind = (group, resource)
+    _decode_quantities(kind, new)
     if kind == _CLAIMS:
         return _claim_update_errors(new, old)
     if kind == _VOLUMES:

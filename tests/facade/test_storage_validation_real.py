@@ -178,6 +178,8 @@ def _expected_1_30(exchange: dict[str, Any], errors: list[str] | None) -> dict[s
 def _essentials(status: int, body: dict[str, Any], *, recorded: bool = False) -> dict[str, Any]:
     if status in (200, 201):
         return {"status": status}
+    if status == 400:  # (a quantity that does not parse: worded by Go's JSON decoder)
+        return {"status": status, "reason": body.get("reason")}
     fix = _as_130 if recorded else (lambda text: text)
     details = dict(body.get("details") or {})
     details["causes"] = [
