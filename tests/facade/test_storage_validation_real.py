@@ -47,6 +47,7 @@ import pytest
 
 from ownergc_backends.memory import InMemoryStore
 from ownergc_backends.memory.http import KubeAPIServer, run_in_thread
+from tests.facade.facade_helpers import Kubectl
 from tests.facade.test_core_validation_real import _cause
 from tests.facade.test_field_validation_cases import send
 
@@ -238,3 +239,36 @@ def test_forbidden_claim_update_shows_what_changed(server: KubeAPIServer) -> Non
 def test_every_difference_is_a_recorded_case() -> None:
     recorded = {(e["kind"], e["op"], e["case"]) for e in RECORDED["exchanges"]}
     assert set(DIFFERENCES) <= recorded
+
+
+_CLAIM_WITHOUT_ACCESS_MODES = f"""\
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: storval-kubectl
+  namespace: {NS}
+spec:
+  resources:
+    requests:
+      storage: 1Gi
+"""
+
+
+def test_kubectl_prints_the_refusals(kubectl: Kubectl) -> None:
+    """What a user sees: kubectl's words around the server's."""
+    path = kubectl.manifest("claim.yaml", _CLAIM_WITHOUT_ACCESS_MODES)
+    refused = kubectl.run("apply", "-f", path, check=False)
+    assert refused.returncode != 0
+    assert (
+        'The PersistentVolumeClaim "storval-kubectl" is invalid: spec.accessModes: '
+        "Required value: at least 1 access mode is required"
+    ) in refused.stderr
+    resize = json.dumps({"spec": {"resources": {"requests": {"storage": "2Gi"}}}})
+    forbidden = kubectl.run(
+        "patch", "pvc", "storval-pvc-fixed", "-n", NS, "--dry-run=server", "-p", resize, check=False
+    )
+    assert forbidden.returncode != 0
+    assert (
+        'persistentvolumeclaims "storval-pvc-fixed" is forbidden: only dynamically provisioned '
+        "pvc can be resized and the storageclass that provisions the pvc must support resize"
+    ) in forbidden.stderr
