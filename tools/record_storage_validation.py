@@ -212,6 +212,62 @@ CREATES = {
             )
         ),
         "capacity not a quantity": volume(capacity={"storage": "lots"}),
+        "gcePersistentDisk without pdName": volume(
+            hostPath=None, gcePersistentDisk={"fsType": "ext4"}
+        ),
+        "gcePersistentDisk partition 300": volume(
+            hostPath=None, gcePersistentDisk={"pdName": "d", "partition": 300}
+        ),
+        "awsElasticBlockStore without volumeID": volume(
+            hostPath=None, awsElasticBlockStore={"fsType": "ext4"}
+        ),
+        "glusterfs empty": volume(hostPath=None, glusterfs={"readOnly": True}),
+        "rbd empty": volume(hostPath=None, rbd={"pool": "p"}),
+        "cephfs without monitors": volume(hostPath=None, cephfs={"path": "/"}),
+        "cinder without volumeID": volume(hostPath=None, cinder={"fsType": "ext4"}),
+        "flexVolume without driver": volume(hostPath=None, flexVolume={"fsType": "ext4"}),
+        "azureFile empty": volume(hostPath=None, azureFile={"readOnly": True}),
+        "vsphereVolume without volumePath": volume(hostPath=None, vsphereVolume={"fsType": "x"}),
+        "azureDisk empty": volume(hostPath=None, azureDisk={"readOnly": True}),
+        "azureDisk bad kind and caching": volume(
+            hostPath=None,
+            azureDisk={
+                "diskName": "d",
+                "diskURI": "https://a/b.vhd",
+                "kind": "Big",
+                "cachingMode": "All",
+            },
+        ),
+        "azureDisk managed with blob URI": volume(
+            hostPath=None,
+            azureDisk={"diskName": "d", "diskURI": "https://a/b.vhd", "kind": "Managed"},
+        ),
+        "iscsi empty": volume(hostPath=None, iscsi={"lun": 0}),
+        "iscsi bad iqn and lun": volume(
+            hostPath=None, iscsi={"targetPortal": "10.0.0.1:3260", "iqn": "foo", "lun": 300}
+        ),
+        "iscsi valid": volume(
+            hostPath=None,
+            iscsi={
+                "targetPortal": "10.0.0.1:3260",
+                "iqn": "iqn.2001-04.com.example:storage.disk1",
+                "lun": 0,
+            },
+        ),
+        "iscsi chap without secret": volume(
+            hostPath=None,
+            iscsi={
+                "targetPortal": "10.0.0.1:3260",
+                "iqn": "eui.02004567A425678D",
+                "lun": 1,
+                "chapAuthSession": True,
+            },
+        ),
+        "fc empty": volume(hostPath=None, fc={"fsType": "ext4"}),
+        "fc both and no lun": volume(
+            hostPath=None, fc={"targetWWNs": ["500a0982991b8dc5"], "wwids": ["x"]}
+        ),
+        "fc lun 300": volume(hostPath=None, fc={"targetWWNs": ["500a0982991b8dc5"], "lun": 300}),
         "csi without driver": volume(hostPath=None, csi={"volumeHandle": "v"}),
         "csi driver invalid": volume(
             hostPath=None, csi={"driver": "Bad_Driver", "volumeHandle": "v"}

@@ -27,8 +27,9 @@ from __future__ import annotations
 import json
 import math
 import posixpath
+import re
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 from ownergc.protocols import JSONDict
 
@@ -359,10 +360,128 @@ def _csi_driver_errors(driver: str, field: str) -> list[FieldError]:
     return errors
 
 
+#: The fields a volume source requires (and the name its errors give the source:
+#: a GCE disk's are reported at ``persistentDisk``), checked in this order.
+_REQUIRED_FIELDS: Final = {
+    "gcePersistentDisk": ("persistentDisk", ("pdName",)),
+    "awsElasticBlockStore": ("awsElasticBlockStore", ("volumeID",)),
+    "glusterfs": ("glusterfs", ("endpoints", "path")),
+    "rbd": ("rbd", ("monitors", "image")),
+    "cephfs": ("cephfs", ("monitors",)),
+    "cinder": ("cinder", ("volumeID",)),
+    "flexVolume": ("flexVolume", ("driver",)),
+    "azureFile": ("azureFile", ("secretName", "shareName")),
+    "vsphereVolume": ("vsphereVolume", ("volumePath",)),
+    "azureDisk": ("azureDisk", ("diskName", "diskURI")),
+    "iscsi": ("iscsi", ("targetPortal",)),
+}
+_AZURE_CACHING: Final = ("None", "ReadOnly", "ReadWrite")
+_AZURE_KINDS: Final = ("Dedicated", "Managed", "Shared")
+_AZURE_MANAGED_URI: Final = (
+    "/subscriptions/{sub-id}/resourcegroups/{group-name}/providers/microsoft.compute/disks/"
+    "{disk-id}",
+)
+_AZURE_BLOB_URI: Final = (
+    "https://{account-name}.blob.core.windows.net/{container-name}/{disk-name}.vhd",
+)
+_IQN: Final = re.compile(r"iqn\.\d{4}-\d{2}\.([-.A-Za-z0-9]+)(:[^,;*&$|\s]+)$")
+_EUI: Final = re.compile(r"eui.[A-Za-z0-9]{16}")
+_NAA: Final = re.compile(r"naa.[A-Za-z0-9]{32}")
+
+
+def _is_int(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _iscsi_errors(source: JSONDict, where: str) -> list[FieldError]:
+    """An iSCSI volume's target (``iqn``: an iqn, eui or naa name) and LUN."""
+    errors = []
+    iqn = _str(source.get("iqn"))
+    if not iqn:
+        errors.append(FieldError(f"{where}.iqn", _REQUIRED, ""))
+    elif not (
+        (iqn.startswith("iqn") and _IQN.search(iqn))
+        or (iqn.startswith("eui") and _EUI.fullmatch(iqn))
+        or (iqn.startswith("naa") and _NAA.fullmatch(iqn))
+    ):
+        errors.append(FieldError(f"{where}.iqn", _INVALID, "must be valid format", iqn))
+    lun = source.get("lun")
+    if _is_int(lun) and not 0 <= lun <= 255:
+        errors.append(
+            FieldError(f"{where}.lun", _INVALID, "must be between 0 and 255, inclusive", lun)
+        )
+    chap = source.get("chapAuthDiscovery") is True or source.get("chapAuthSession") is True
+    if chap and source.get("secretRef") is None:
+        errors.append(FieldError(f"{where}.secretRef", _REQUIRED, ""))
+    return errors
+
+
+def _fc_errors(source: JSONDict, where: str) -> list[FieldError]:
+    wwns, wwids = _list(source.get("targetWWNs")), _list(source.get("wwids"))
+    errors = []
+    if not wwns and not wwids:
+        detail = "must specify either targetWWNs or wwids, but not both"
+        errors.append(FieldError(f"{where}.targetWWNs", _REQUIRED, detail))
+    if wwns and wwids:
+        detail = "targetWWNs and wwids can not be specified simultaneously"
+        shown = GoValue("[]string{" + ", ".join(json.dumps(w) for w in wwns) + "}")
+        errors.append(FieldError(f"{where}.targetWWNs", _INVALID, detail, shown))
+    if wwns:
+        lun = source.get("lun")
+        if lun is None:
+            errors.append(
+                FieldError(f"{where}.lun", _REQUIRED, "lun is required if targetWWNs is specified")
+            )
+        elif _is_int(lun) and not 0 <= lun <= 255:
+            errors.append(
+                FieldError(f"{where}.lun", _INVALID, "must be between 0 and 255, inclusive", lun)
+            )
+    return errors
+
+
+def _required_field_errors(key: str, source: JSONDict, path: str) -> list[FieldError]:
+    name, fields = _REQUIRED_FIELDS[key]
+    where = f"{path}.{name}"
+    errors = [FieldError(f"{where}.{f}", _REQUIRED, "") for f in fields if not source.get(f)]
+    partition = source.get("partition")
+    disk = key in ("gcePersistentDisk", "awsElasticBlockStore")
+    if disk and _is_int(partition) and not 0 <= partition <= 255:
+        detail = "must be between 1 and 255, inclusive"
+        errors.append(FieldError(f"{where}.partition", _INVALID, detail, partition))
+    if key == "iscsi":
+        errors += _iscsi_errors(source, where)
+    if key == "azureDisk":
+        errors += _azure_disk_errors(source, where)
+    return errors
+
+
+def _azure_disk_errors(source: JSONDict, where: str) -> list[FieldError]:
+    """An Azure disk's caching mode and kind (defaulted ReadWrite and Shared), and a URI
+    of the kind's form."""
+    errors = []
+    caching = source.get("cachingMode", "ReadWrite")
+    if caching not in _AZURE_CACHING:
+        errors.append(_not_supported(f"{where}.cachingMode", caching, _AZURE_CACHING))
+    kind = source.get("kind", "Shared")
+    if kind not in _AZURE_KINDS:
+        errors.append(_not_supported(f"{where}.kind", kind, _AZURE_KINDS))
+    uri = _str(source.get("diskURI"))
+    if kind == "Managed" and not uri.startswith("/subscriptions/"):
+        errors.append(_not_supported(f"{where}.diskURI", uri, _AZURE_MANAGED_URI))
+    if kind != "Managed" and not uri.startswith("https://"):
+        errors.append(_not_supported(f"{where}.diskURI", uri, _AZURE_BLOB_URI))
+    return errors
+
+
 def _source_errors(key: str, source: JSONDict, path: str) -> list[FieldError]:
-    """The checks of a few sources' own fields (hostPath, nfs, local, csi)."""
+    """The checks of the sources' own fields: hostPath, nfs, local and csi in full, the
+    required fields of most others, an iSCSI target and a Fibre Channel one."""
     where = f"{path}.{key}"
     errors: list[FieldError] = []
+    if key in _REQUIRED_FIELDS:
+        return _required_field_errors(key, source, path)
+    if key == "fc":
+        return _fc_errors(source, where)
     if key in ("hostPath", "local"):
         target = _str(source.get("path"))
         if not target:
