@@ -46,13 +46,18 @@ from ._podspec_validation import (
     _parse_quantity,
     _semantic,
     _str,
-    dns_label_errors,
-    dns_subdomain_errors,
     spec_diff,
 )
 from ._quota_validation import go_quantity
 from ._selectors import label_selector_errors
-from ._validation import FieldError, GoValue, qualified_name_errors
+from ._validation import (
+    FieldError,
+    GoValue,
+    dns1123_label_errors,
+    dns1123_subdomain_errors,
+    go_strings,
+    qualified_name_errors,
+)
 
 __all__ = ["resize_refusal", "storage_errors", "storage_update_errors"]
 
@@ -117,7 +122,7 @@ def _access_mode_errors(modes: Any, field: str) -> list[FieldError]:
 def _class_name_errors(name: Any, field: str) -> list[FieldError]:
     if not isinstance(name, str) or not name:
         return []
-    return [FieldError(field, _INVALID, m, name) for m in dns_subdomain_errors(name)]
+    return [FieldError(field, _INVALID, m, name) for m in dns1123_subdomain_errors(name)]
 
 
 def _volume_mode_errors(mode: Any, field: str) -> list[FieldError]:
@@ -180,7 +185,8 @@ def _data_source_errors(source: Any, field: str) -> list[FieldError]:
         )
     if group:
         errors += [
-            FieldError(f"{field}.apiGroup", _INVALID, m, group) for m in dns_subdomain_errors(group)
+            FieldError(f"{field}.apiGroup", _INVALID, m, group)
+            for m in dns1123_subdomain_errors(group)
         ]
     return errors
 
@@ -206,7 +212,7 @@ def claim_spec_errors(spec: JSONDict, path: str) -> list[FieldError]:
     if namespace:
         errors += [
             FieldError(f"{path}.dataSourceRef.namespace", _INVALID, m, namespace)
-            for m in dns_label_errors(namespace)
+            for m in dns1123_label_errors(namespace)
         ]
         if spec.get("dataSource") is not None:
             errors.append(
@@ -341,7 +347,7 @@ def _node_field_errors(requirement: JSONDict, path: str) -> list[FieldError]:
         for i, value in enumerate(values):
             errors += [
                 FieldError(f"{path}.values[{i}]", _INVALID, m, value)
-                for m in dns_subdomain_errors(_str(value))
+                for m in dns1123_subdomain_errors(_str(value))
             ]
     return errors
 
@@ -356,7 +362,9 @@ def _csi_driver_errors(driver: str, field: str) -> list[FieldError]:
     errors = [] if driver else [FieldError(field, _REQUIRED, "")]
     if len(driver) > 63:
         errors.append(FieldError(field, _TOO_LONG, "must have at most 63 bytes", driver))
-    errors += [FieldError(field, _INVALID, m, driver) for m in dns_subdomain_errors(driver.lower())]
+    errors += [
+        FieldError(field, _INVALID, m, driver) for m in dns1123_subdomain_errors(driver.lower())
+    ]
     return errors
 
 
@@ -424,8 +432,7 @@ def _fc_errors(source: JSONDict, where: str) -> list[FieldError]:
         errors.append(FieldError(f"{where}.targetWWNs", _REQUIRED, detail))
     if wwns and wwids:
         detail = "targetWWNs and wwids can not be specified simultaneously"
-        shown = GoValue("[]string{" + ", ".join(json.dumps(w) for w in wwns) + "}")
-        errors.append(FieldError(f"{where}.targetWWNs", _INVALID, detail, shown))
+        errors.append(FieldError(f"{where}.targetWWNs", _INVALID, detail, go_strings(wwns)))
     if wwns:
         lun = source.get("lun")
         if lun is None:

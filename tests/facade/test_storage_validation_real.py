@@ -47,8 +47,13 @@ import pytest
 
 from ownergc_backends.memory import InMemoryStore
 from ownergc_backends.memory.http import KubeAPIServer, run_in_thread
-from tests.facade.facade_helpers import Kubectl
-from tests.facade.test_core_validation_real import _cause
+from tests.facade.facade_helpers import (
+    Kubectl,
+    answer_essentials,
+    create_namespace,
+    invalid_answer,
+    replay_dry_run,
+)
 from tests.facade.test_field_validation_cases import send
 
 RECORDED = json.loads(
@@ -128,8 +133,7 @@ _ADDRESS = re.compile(r"\(0x[0-9a-f]+\)")
 @pytest.fixture(scope="module")
 def server() -> Iterator[KubeAPIServer]:
     with run_in_thread(InMemoryStore()) as running:
-        namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}
-        assert send(running, "POST", "/api/v1/namespaces", json.dumps(namespace))[0] == 201
+        create_namespace(running, NS)
         for kind, named in RECORDED["objects"].items():
             for body in named.values():
                 status, _, answer = send(running, "POST", PATHS[kind], json.dumps(body))
@@ -160,39 +164,23 @@ def _as_130(text: str) -> str:
 def _expected_1_30(exchange: dict[str, Any], errors: list[str] | None) -> dict[str, Any]:
     if errors is None:
         return {"status": 201 if exchange["op"] == "create" else 200}
-    kind = KINDS[exchange["kind"]]
-    name = exchange.get("name", "storval-new")
-    listed = errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
-    return {
-        "status": 422,
-        "reason": "Invalid",
-        "message": f'{kind} "{name}" is invalid: {listed}',
-        "details": {
-            "name": name,
-            "group": "storage.k8s.io" if exchange["kind"] == "storageclasses" else None,
-            "kind": kind.partition(".")[0],
-            "causes": [_cause(e) for e in errors],
-        },
-    }
+    kind, _, group = KINDS[exchange["kind"]].partition(".")
+    return invalid_answer(kind, exchange.get("name", "storval-new"), errors, group)
 
 
 def _essentials(status: int, body: dict[str, Any], *, recorded: bool = False) -> dict[str, Any]:
-    if status in (200, 201):
-        return {"status": status}
+    """What is compared, diffs and addresses left out; a recorded answer in 1.30's words."""
     if status == 400:  # (a quantity that does not parse: worded by Go's JSON decoder)
         return {"status": status, "reason": body.get("reason")}
+    essentials = answer_essentials(status, body)
+    if status in (200, 201):
+        return essentials
     fix = _as_130 if recorded else (lambda text: text)
-    details = dict(body.get("details") or {})
+    details = dict(essentials["details"] or {})
     details["causes"] = [
         {**c, "message": _plain(fix(c.get("message", "")))} for c in details.get("causes", [])
     ]
-    details.setdefault("group", None)
-    return {
-        "status": status,
-        "reason": body.get("reason"),
-        "message": _plain(fix(body.get("message") or "")),
-        "details": details,
-    }
+    return {**essentials, "message": _plain(fix(essentials["message"] or "")), "details": details}
 
 
 def _id(exchange: dict[str, Any]) -> str:
@@ -202,24 +190,14 @@ def _id(exchange: dict[str, Any]) -> str:
 @pytest.mark.parametrize("exchange", RECORDED["exchanges"], ids=_id)
 def test_storage_rules_as_recorded(server: KubeAPIServer, exchange: dict[str, Any]) -> None:
     kind = exchange["kind"]
-    if exchange["op"] == "create":
-        status, _, answer = send(
-            server, "POST", PATHS[kind] + "?dryRun=All", json.dumps(exchange["body"])
-        )
-    else:
-        status, _, answer = send(
-            server,
-            "PATCH",
-            f"{PATHS[kind]}/{exchange['name']}?dryRun=All",
-            json.dumps(exchange["patch"]),
-            "application/merge-patch+json",
-        )
+    status, answer = replay_dry_run(server, PATHS[kind], exchange)
     difference = DIFFERENCES.get((kind, exchange["op"], exchange["case"]))
     if difference is not None:
         expected = _expected_1_30(exchange, difference[0])
     else:
-        expected = _essentials(exchange["answer"]["status"], exchange["answer"], recorded=True)
-    assert _essentials(status, answer) == expected
+        recorded = exchange["answer"]
+        expected = _essentials(recorded["status"], recorded, recorded=True)
+    assert _essentials(status, answer) == _essentials(expected["status"], expected)
 
 
 def test_forbidden_claim_update_shows_what_changed(server: KubeAPIServer) -> None:
