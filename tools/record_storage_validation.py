@@ -76,6 +76,10 @@ OBJECTS = {
         "storval-pvc-fixed": claim(storageClassName="storval-sc"),
         "storval-pvc-missing-class": claim(storageClassName="storval-missing"),
         "storval-pvc-no-class": claim(),
+        "storval-pvc-beta": {
+            "metadata": {"annotations": {"volume.beta.kubernetes.io/storage-class": "fast"}},
+            **claim(),
+        },
     },
     "persistentvolumes": {
         "storval-pv": volume(),
@@ -334,6 +338,25 @@ UPDATES = {
         ("storval-pvc", "volumeMode changed"): {"spec": {"volumeMode": "Block"}},
         ("storval-pvc", "accessMode bogus"): {"spec": {"accessModes": ["Bogus"]}},
         ("storval-pvc", "storage zero"): {"spec": {"resources": {"requests": {"storage": "0"}}}},
+        ("storval-pvc-beta", "beta annotation changed"): {
+            "metadata": {"annotations": {"volume.beta.kubernetes.io/storage-class": "slow"}}
+        },
+        ("storval-pvc-beta", "beta annotation removed"): {
+            "metadata": {"annotations": {"volume.beta.kubernetes.io/storage-class": None}}
+        },
+        ("storval-pvc-beta", "storageClassName from the annotation"): {
+            "spec": {"storageClassName": "fast"}
+        },
+        ("storval-pvc-beta", "storageClassName other than the annotation"): {
+            "spec": {"storageClassName": "slow"}
+        },
+        ("storval-pvc-beta", "both moved to another class"): {
+            "metadata": {"annotations": {"volume.beta.kubernetes.io/storage-class": "slow"}},
+            "spec": {"storageClassName": "slow"},
+        },
+        ("storval-pvc-sc", "beta annotation added"): {
+            "metadata": {"annotations": {"volume.beta.kubernetes.io/storage-class": "fast"}}
+        },
         ("storval-pvc-sc", "storageClassName changed"): {"spec": {"storageClassName": "slow"}},
         ("storval-pvc-bound", "storage raised"): {
             "spec": {"resources": {"requests": {"storage": "2Gi"}}}
@@ -406,7 +429,9 @@ def kept(status: int | None, answer: Any) -> dict[str, Any]:
 
 def body_of(kind: str, name: str, obj: dict[str, Any]) -> dict[str, Any]:
     api_version, kind_name = KINDS[kind]
-    return {"apiVersion": api_version, "kind": kind_name, "metadata": {"name": name}, **obj}
+    meta = {"name": name, **obj.get("metadata", {})}
+    rest = {k: v for k, v in obj.items() if k != "metadata"}
+    return {"apiVersion": api_version, "kind": kind_name, "metadata": meta, **rest}
 
 
 def remove(path: str) -> None:

@@ -241,13 +241,27 @@ def _claim_update_errors(new: JSONDict, old: JSONDict) -> list[FieldError]:
         theirs.pop("volumeName", None)
         mine.pop("volumeName", None)
     old_annotation = _dict(_dict(old.get("metadata")).get("annotations")).get(_BETA_CLASS)
+    new_annotation = _dict(_dict(new.get("metadata")).get("annotations")).get(_BETA_CLASS)
     new_class = new_spec.get("storageClassName")
+    unset = new_class is not None and old_spec.get("storageClassName") is None
+    # (the beta annotation's class moved to the field, the annotation left as it was)
+    from_annotation = (
+        unset
+        and old_annotation is not None
+        and new_class == old_annotation
+        and new_annotation in (None, old_annotation)
+    )
+    if not from_annotation and (new_annotation or "") != (old_annotation or ""):
+        errors.append(
+            FieldError(
+                f"metadata.annotations.{_BETA_CLASS}",
+                _INVALID,
+                "field is immutable",
+                new_annotation or "",
+            )
+        )
     # (1.28+: a class set where there was none, unless a beta annotation says another)
-    if (
-        new_class is not None
-        and old_spec.get("storageClassName") is None
-        and (old_annotation is None or new_class == old_annotation)
-    ):
+    if from_annotation or (unset and old_annotation is None):
         mine.pop("storageClassName", None)
     bound = _dict(old.get("status")).get("phase") == "Bound"
     old_requests = _dict(_dict(old_spec.get("resources")).get("requests"))
