@@ -27,11 +27,13 @@ PATHS = {
     "persistentvolumeclaims": f"/api/v1/namespaces/{NS}/persistentvolumeclaims",
     "persistentvolumes": "/api/v1/persistentvolumes",
     "storageclasses": "/apis/storage.k8s.io/v1/storageclasses",
+    "pods": f"/api/v1/namespaces/{NS}/pods",
 }
 KINDS = {
     "persistentvolumeclaims": ("v1", "PersistentVolumeClaim"),
     "persistentvolumes": ("v1", "PersistentVolume"),
     "storageclasses": ("storage.k8s.io/v1", "StorageClass"),
+    "pods": ("v1", "Pod"),
 }
 NEW = "storval-new"
 
@@ -326,6 +328,25 @@ CREATES = {
     },
 }
 
+
+def pod_with(volume: dict[str, Any]) -> dict[str, Any]:
+    containers = [{"name": "c", "image": "nginx"}]
+    return {"spec": {"containers": containers, "volumes": [{"name": "data", **volume}]}}
+
+
+#: Pods with a generic ephemeral volume (1.20 drops the field, its gate off; 1.23+
+#: validates the claim template).
+CREATES["pods"] = {
+    "ephemeral valid": pod_with({"ephemeral": {"volumeClaimTemplate": {"spec": claim()["spec"]}}}),
+    "ephemeral without template": pod_with({"ephemeral": {}}),
+    "ephemeral template without spec": pod_with(
+        {"ephemeral": {"volumeClaimTemplate": {"spec": {}}}}
+    ),
+    "ephemeral template bad access mode": pod_with(
+        {"ephemeral": {"volumeClaimTemplate": {"spec": claim(accessModes=["Bogus"])["spec"]}}}
+    ),
+}
+
 UPDATES = {
     "persistentvolumeclaims": {
         ("storval-pvc", "labels only"): {"metadata": {"labels": {"a": "b"}}},
@@ -452,6 +473,9 @@ def main() -> None:
         "/api/v1/namespaces",
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}},
     )
+    account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}}
+    account["automountServiceAccountToken"] = False  # (no controller makes it here)
+    call("POST", f"/api/v1/namespaces/{NS}/serviceaccounts", account)
     objects: dict[str, dict[str, Any]] = {}
     for kind, named in OBJECTS.items():
         for name, obj in named.items():

@@ -216,6 +216,8 @@ def _volume_source_errors(volume: dict[str, Any], path: str) -> list[FieldError]
             errors.append(FieldError(f"{where}.secretName", _REQUIRED, ""))
         elif key == "persistentVolumeClaim" and not _str(source.get("claimName")):
             errors.append(FieldError(f"{where}.claimName", _REQUIRED, ""))
+        elif key == "ephemeral":
+            errors += _ephemeral_errors(source, where)
         elif key == "nfs":
             if not _str(source.get("server")):
                 errors.append(FieldError(f"{where}.server", _REQUIRED, ""))
@@ -234,6 +236,17 @@ def _volume_source_errors(volume: dict[str, Any], path: str) -> list[FieldError]
     if count == 0:
         errors.append(FieldError(path, _REQUIRED, "must specify a volume type"))
     return errors
+
+
+def _ephemeral_errors(source: dict[str, Any], where: str) -> list[FieldError]:
+    """A generic ephemeral volume's claim template (GA in 1.23): there, and its spec a
+    valid claim's (:func:`._storage_validation.claim_spec_errors`)."""
+    from ._storage_validation import claim_spec_errors  # (it imports this module)
+
+    template = source.get("volumeClaimTemplate")
+    if not isinstance(template, dict):
+        return [FieldError(f"{where}.volumeClaimTemplate", _REQUIRED, "")]
+    return claim_spec_errors(_dict(template.get("spec")), f"{where}.volumeClaimTemplate.spec")
 
 
 def _local_path_errors(target: str, field: str, *, required: bool = True) -> list[FieldError]:

@@ -32,7 +32,8 @@ claims``                              (1.29+, KEP-3751): ValidatePersistentVolum
                                       ClaimUpdate, same file
 ====================================  ================================================
 
-and the cases in :data:`DIFFERENCES` are answered as given there.
+and the cases in :data:`DIFFERENCES` are answered as given there (among them Pods
+with a generic ephemeral volume, whose claim template 1.20 drops and 1.30 validates).
 """
 
 from __future__ import annotations
@@ -64,11 +65,13 @@ PATHS = {
     "persistentvolumeclaims": f"/api/v1/namespaces/{NS}/persistentvolumeclaims",
     "persistentvolumes": "/api/v1/persistentvolumes",
     "storageclasses": "/apis/storage.k8s.io/v1/storageclasses",
+    "pods": f"/api/v1/namespaces/{NS}/pods",
 }
 KINDS = {
     "persistentvolumeclaims": "PersistentVolumeClaim",
     "persistentvolumes": "PersistentVolume",
     "storageclasses": "StorageClass.storage.k8s.io",
+    "pods": "Pod",
 }
 
 _VALIDATION_GO = "kubernetes/kubernetes pkg/apis/core/validation/validation.go"
@@ -78,6 +81,11 @@ _DATA_SOURCE = (
     "since 1.24: dataSource is copied to dataSourceRef before validation; 1.20 drops a "
     "dataSource that is neither a claim nor a VolumeSnapshot)"
 )
+_EPHEMERAL = (
+    f"{_VALIDATION_GO} validateEphemeralVolumeSource, ValidatePersistentVolumeClaimTemplate "
+    "(GenericEphemeralVolume, GA in 1.23)"
+)
+_TEMPLATE = "spec.volumes[0].ephemeral.volumeClaimTemplate.spec"
 _NOT_DEFAULT_GROUP = "must be 'PersistentVolumeClaim' when referencing the default apiGroup"
 
 #: (text in a recorded answer, 1.30's text), applied to every recorded message.
@@ -117,6 +125,27 @@ DIFFERENCES: dict[tuple[str, str, str], tuple[list[str] | None, str]] = {
             f'spec.dataSourceRef: Invalid value: "Pod": {_NOT_DEFAULT_GROUP}',
         ],
         _DATA_SOURCE,
+    ),
+    # Generic ephemeral volumes: 1.20 drops the field (its gate off), 1.23+ validates the
+    # claim template as a claim.
+    ("pods", "create", "ephemeral valid"): (None, _EPHEMERAL),
+    ("pods", "create", "ephemeral without template"): (
+        ["spec.volumes[0].ephemeral.volumeClaimTemplate: Required value"],
+        _EPHEMERAL,
+    ),
+    ("pods", "create", "ephemeral template without spec"): (
+        [
+            f"{_TEMPLATE}.accessModes: Required value: at least 1 access mode is required",
+            f"{_TEMPLATE}.resources[storage]: Required value",
+        ],
+        _EPHEMERAL,
+    ),
+    ("pods", "create", "ephemeral template bad access mode"): (
+        [
+            f'{_TEMPLATE}.accessModes: Unsupported value: "Bogus": supported values: '
+            '"ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod"'
+        ],
+        _EPHEMERAL,
     ),
     # (1.28+, retroactive default StorageClass: a claim without a class may be given one)
     ("persistentvolumeclaims", "update", "storageClassName set from unset"): (
