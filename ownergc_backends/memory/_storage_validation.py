@@ -3,19 +3,25 @@ StorageClasses, on a create and on an update, worded as a real server words them
 
 Run on the defaulted object (a claim's and a volume's ``volumeMode`` set, a claim's
 ``dataSource`` mirrored to ``dataSourceRef``, quantities in canonical form, a
-StorageClass's ``reclaimPolicy`` and ``volumeBindingMode`` set).
+StorageClass's ``reclaimPolicy`` and ``volumeBindingMode`` set). A quantity that does
+not parse is the decoder's 400, before any of these.
 
 A claim: at least one access mode, each a supported one (1.29+: ``ReadWriteOncePod``
 too, alone); a storage request above zero; a class name that is a DNS subdomain; a
 known ``volumeMode``; a label selector; a data source (and its mirror) naming a kind,
 a name, and a group but for a claim. An update leaves the spec as it was but for
-``volumeName`` (set once), a class name set where there was none (1.28+), and, once
-the claim is bound, a larger storage request.
+``volumeName`` (set once), a class name set where there was none (1.28+) or where the
+beta class annotation (itself fixed) named it, and, once the claim is bound, a larger
+storage request; :func:`resize_refusal` is then the resize admission plugin's check.
+A generic ephemeral volume's claim template is checked as a claim
+(:func:`claim_spec_errors`, called by the PodSpec rules).
 
 A volume: access modes, a capacity of storage only and above zero, one volume source
-(a few checked inside: hostPath, nfs, local, csi), a known reclaim policy and
-``volumeMode``, node affinity (required for a local volume). An update leaves the
-volume source, ``volumeMode`` and a set node affinity as they were.
+(hostPath, nfs, local, csi, iSCSI, Fibre Channel and Azure disk checked inside, the
+others' required fields), a known reclaim policy and ``volumeMode``, node affinity
+(required for a local volume). An update leaves the volume source, ``volumeMode`` and
+a set node affinity as they were. Both kinds' updates report the new object's errors
+twice, as the registry validates it twice.
 
 A StorageClass: a provisioner (a qualified name), parameters with keys, a known
 reclaim policy and binding mode, allowed topologies without repeats. Its provisioner,
@@ -77,7 +83,6 @@ _HOST_PATH_TYPES: Final = (
     "", "BlockDevice", "CharDevice", "Directory", "DirectoryOrCreate", "File",
     "FileOrCreate", "Socket",
 )  # fmt: skip
-_NODE_OPERATORS: Final = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 #: A PersistentVolume's sources in the order validation looks at them, with the name
 #: its "more than 1 volume type" error gives each (``flexVolume`` is never refused
 #: for it, only counted).
