@@ -22,6 +22,9 @@ and the rate is over the objects loaded so far.
 
 ``--kind Service`` loads Services instead (a cluster IP each, a node port for
 one in 50), which measures the Service registry's allocation at scale.
+``--kind Gadget`` loads custom resources of a CRD whose schema has bounds, an
+enum, a pattern, a format, a map list and defaults: what checking a custom
+resource against its structural schema (and defaulting it) costs a create.
 
 Run: ``python benchmarks/load.py [--objects 10000 100000] [--mode batch each]
 [--kind ConfigMap|Service]``.
@@ -49,6 +52,77 @@ from ownergc_backends.memory import InMemoryStore
 
 NAMESPACES = 100
 
+#: The CRD of ``--kind Gadget``: a schema of the usual operator shape.
+GADGET_CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "gadgets.bench.example.com"},
+    "spec": {
+        "group": "bench.example.com",
+        "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+        "scope": "Namespaced",
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {
+                                "type": "object",
+                                "required": ["size"],
+                                "properties": {
+                                    "replicas": {
+                                        "type": "integer",
+                                        "minimum": 0,
+                                        "maximum": 100,
+                                        "default": 1,
+                                    },
+                                    "size": {"type": "string", "enum": ["small", "large"]},
+                                    "image": {"type": "string", "pattern": "^[a-z0-9./:-]+$"},
+                                    "owner": {"type": "string", "format": "email"},
+                                    "paused": {"type": "boolean", "default": False},
+                                    "ports": {
+                                        "type": "array",
+                                        "x-kubernetes-list-type": "map",
+                                        "x-kubernetes-list-map-keys": ["name"],
+                                        "items": {
+                                            "type": "object",
+                                            "required": ["name"],
+                                            "properties": {
+                                                "name": {"type": "string", "maxLength": 15},
+                                                "port": {
+                                                    "type": "integer",
+                                                    "minimum": 1,
+                                                    "maximum": 65535,
+                                                },
+                                                "protocol": {
+                                                    "type": "string",
+                                                    "default": "TCP",
+                                                },
+                                            },
+                                        },
+                                    },
+                                    "labels": {
+                                        "type": "object",
+                                        "additionalProperties": {"type": "string"},
+                                    },
+                                },
+                            },
+                            "status": {
+                                "type": "object",
+                                "x-kubernetes-preserve-unknown-fields": True,
+                            },
+                        },
+                    }
+                },
+            }
+        ],
+    },
+}
+
 
 def cluster(n: int, kind: str = "ConfigMap") -> Iterator[dict[str, Any]]:
     """``n`` ConfigMaps (or Services, one in 50 a NodePort one): owners (one in ten)
@@ -64,7 +138,22 @@ def cluster(n: int, kind: str = "ConfigMap") -> Iterator[dict[str, Any]]:
             meta["ownerReferences"] = [
                 {"apiVersion": "v1", "kind": kind, "name": owner_name, "uid": owner_uid}
             ]
-        if kind == "Service":
+        if kind == "Gadget":
+            meta["ownerReferences"] = []
+            spec = {
+                "size": "small" if i % 2 else "large",
+                "image": "registry.example.com/app:1.2.3",
+                "owner": "team@example.com",
+                "ports": [{"name": "http", "port": 8080}, {"name": "metrics", "port": 9090}],
+                "labels": {"app": "web", "tier": "front"},
+            }
+            yield {
+                "apiVersion": "bench.example.com/v1",
+                "kind": kind,
+                "metadata": meta,
+                "spec": spec,
+            }
+        elif kind == "Service":
             # each given a cluster IP by the registry, one in 50 a node port (100k: 2,000
             # of the 2,768 the range holds)
             spec = {"ports": [{"port": 80}], "type": "ClusterIP" if i % 50 else "NodePort"}
@@ -80,6 +169,8 @@ def run(n: int, mode: str, budget: float, kind: str = "ConfigMap") -> dict[str, 
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": f"ns-{i}"}}
         for i in range(NAMESPACES)
     )
+    if kind == "Gadget":
+        store.load_objects([GADGET_CRD])
     gc.collect()
     loaded = 0
     start = time.perf_counter()
@@ -125,9 +216,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=120.0, help="seconds per run at most")
     parser.add_argument(
         "--kind",
-        choices=("ConfigMap", "Service"),
+        choices=("ConfigMap", "Service", "Gadget"),
         default="ConfigMap",
-        help="what to load: Services are given addresses and node ports as they are stored",
+        help="what to load: Services are given addresses and node ports as they are stored; "
+        "Gadgets (custom resources) are checked against their CRD's schema and defaulted",
     )
     args = parser.parse_args(argv)
     for n in args.objects:

@@ -92,11 +92,18 @@ class FieldError:
             "FieldValueNotSupported": "Unsupported value",
             "FieldValueDuplicate": "Duplicate value",
             "FieldValueTooLong": "Too long",
+            "FieldValueTooMany": "Too many",
+            "FieldValueTypeInvalid": "Invalid value",
             "FieldValueNotFound": "Not found",
         }.get(self.reason, self.reason)
         # (an empty detail is left out, as Go's field.Error leaves it out)
         detail = f": {self.detail}" if self.detail else ""
-        if self.reason in ("FieldValueInvalid", "FieldValueNotSupported"):
+        if self.reason in (
+            "FieldValueInvalid",
+            "FieldValueNotSupported",
+            "FieldValueTypeInvalid",
+            "FieldValueTooMany",
+        ):
             return f"{self.field}: {label}: {_shown(self.value)}{detail}"
         return f"{self.field}: {label}{detail}"
 
@@ -523,33 +530,3 @@ def immutable(field: str, new: Any, old: Any) -> list[FieldError]:
     if json_equal(new, old):
         return []
     return [FieldError(field, "FieldValueInvalid", "field is immutable", new)]
-
-
-def null_type_errors(schema: Any, value: Any, path: str = "") -> list[FieldError]:
-    """A custom resource's ``null`` values where its structural schema wants a type and
-    does not say ``nullable``: kube-apiserver refuses them (``spec.ports in body must be of
-    type array: "null"``). Only nulls are checked here; other type errors are not."""
-    errors: list[FieldError] = []
-    if not isinstance(schema, dict):
-        return errors
-    if isinstance(value, dict):
-        properties = schema.get("properties")
-        if not isinstance(properties, dict):
-            return errors
-        for key, item in value.items():
-            sub = properties.get(key)
-            if not isinstance(sub, dict):
-                continue
-            where = f"{path}.{key}" if path else str(key)
-            if item is None:
-                kind = sub.get("type")
-                if isinstance(kind, str) and not sub.get("nullable"):
-                    detail = f'{where} in body must be of type {kind}: "null"'
-                    errors.append(FieldError(where, "FieldValueInvalid", detail, "null"))
-            else:
-                errors += null_type_errors(sub, item, where)
-    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
-        for index, item in enumerate(value):
-            if item is not None:
-                errors += null_type_errors(schema["items"], item, f"{path}[{index}]")
-    return errors

@@ -51,6 +51,8 @@ from ._core import (
     not_found,
 )
 from ._core_validation import core_spec_errors, core_spec_update_errors
+from ._cr_schema import apply_defaults as apply_schema_defaults
+from ._cr_schema import prune_nulls, schema_errors
 from ._crd import (
     CRD_CLEANUP_FINALIZER,
     NAME_MISMATCH,
@@ -103,7 +105,6 @@ from ._validation import (
     FINALIZER_ORPHAN,
     FieldError,
     immutable,
-    null_type_errors,
     validate_annotations,
     validate_finalizers,
     validate_labels,
@@ -230,10 +231,13 @@ class WriteRules:
         admit: bool = True,
         load: bool = False,
         dry_run: bool = False,
+        applied: bool = False,
     ) -> JSONDict:
         """Create; with ``load`` the object keeps the uid, timestamps, generation and
         deletion state it carries (a copy of an object from elsewhere); with
-        ``dry_run`` the object that would be stored, without a resourceVersion."""
+        ``dry_run`` the object that would be stored, without a resourceVersion.
+        ``applied``: the object is a server-side apply's result (not a decoded body: a
+        custom resource's nulls are not dropped nor its defaults filled in)."""
         spec = bucket.spec
         crd = self._registry.crd_serving(bucket)
         if crd is not None and "deletionTimestamp" in _meta(crd) and not load:
@@ -244,6 +248,8 @@ class WriteRules:
         body = json_body(obj, "the object to create")
         check_type(bucket, body)
         apply_defaults(spec.group, version, spec.resource, body)
+        if crd is not None and not applied:
+            self._decode_custom_resource(crd, version, body)
         to_storage(spec.group, spec.resource, version, body)
         meta = decode_meta(body.get("metadata"))
         if spec.namespaced:
@@ -352,7 +358,7 @@ class WriteRules:
         errors += validate_finalizers(meta.get("finalizers", []))
         errors += validate_owner_references(meta.get("ownerReferences", []))
         if not load:
-            errors += self._custom_resource_errors(bucket, version, body)
+            errors += self._custom_resource_errors(bucket, version, body, None)
             if (spec.group, spec.resource) != ("batch", "jobs"):  # (a Job's: once generated)
                 errors += selector_errors(spec.group, spec.resource, body)
             errors += pod_spec_errors(spec.group, spec.resource, body)  # (after the selector's)
@@ -445,6 +451,7 @@ class WriteRules:
         subresource: str | None = None,
         dry_run: bool = False,
         version: str | None = None,
+        applied: bool = False,
     ) -> JSONDict:
         """The generic store's Update: rv check, BeforeUpdate, validation, delete-on-empty.
 
@@ -465,6 +472,9 @@ class WriteRules:
             # (in place: the body is the caller's copy, or a patch's result, computed on
             # a rendered copy of the stored object)
             apply_defaults(spec.group, written, spec.resource, body)
+        crd = self._registry.crd_serving(bucket)
+        if crd is not None and not applied:
+            self._decode_custom_resource(crd, version or stored_version, body)
         to_storage(spec.group, spec.resource, version or stored_version, body)
         if subresource is not None:
             check_type(bucket, body)  # (before the stored object's kind stands in for it)
@@ -559,7 +569,7 @@ class WriteRules:
             errors += storage_update_errors(spec.group, spec.resource, body, existing)
         errors += validate_finalizers(finalizers)
         errors += validate_owner_references(meta.get("ownerReferences", []))
-        errors += self._custom_resource_errors(bucket, stored_version, body)
+        errors += self._custom_resource_errors(bucket, stored_version, body, existing)
         if subresource == "status" and spec.group == "" and spec.resource == "pods":
             errors += validate_pod_ips(body.get("status"))
         if subresource != "status":  # (a status write keeps the stored spec)
@@ -715,16 +725,34 @@ class WriteRules:
             self.remove_locked(bucket, namespace, name, existing, wake)
         return None
 
+    @staticmethod
+    def _decode_custom_resource(crd: JSONDict, version: str, body: JSONDict) -> None:
+        """What the server's decoder does to a custom resource's body after pruning its
+        unknown fields: the nulls no field takes are dropped, the defaults filled in."""
+        schema = version_schema(crd, version)
+        if schema is None:
+            return
+        content = {k: v for k, v in body.items() if k != "metadata"}
+        prune_nulls(content, schema)
+        apply_schema_defaults(content, schema)
+        for key in [k for k in body if k != "metadata"]:
+            if key not in content:
+                del body[key]
+        body.update(content)
+
     def _custom_resource_errors(
-        self, bucket: _Storage, version: str, body: JSONDict
+        self, bucket: _Storage, version: str, body: JSONDict, existing: JSONDict | None
     ) -> list[FieldError]:
-        """What the CRD's structural schema refuses in a custom resource (nulls where a
-        type is required; see :func:`null_type_errors`)."""
+        """What the CRD's structural schema refuses in a custom resource
+        (:func:`schema_errors`; an update ratchets against ``existing``)."""
         crd = self._registry.crd_serving(bucket)
         schema = version_schema(crd, version) if crd is not None else None
         if schema is None:
             return []
-        return null_type_errors(schema, {k: v for k, v in body.items() if k != "metadata"})
+        old = (
+            {k: v for k, v in existing.items() if k != "metadata"} if existing is not None else None
+        )
+        return schema_errors(schema, {k: v for k, v in body.items() if k != "metadata"}, old)
 
     def _api_service_availability(self, svc: JSONDict, now: str) -> None:
         """kube-aggregator's availability check, for an APIService that states none.

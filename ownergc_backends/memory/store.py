@@ -609,6 +609,7 @@ class InMemoryStore:
         *,
         namespace: str | None = None,
         dry_run: bool = False,
+        applied: bool = False,
     ) -> JSONDict:
         """Create ``obj`` (namespace from the argument or ``metadata.namespace``).
 
@@ -622,6 +623,10 @@ class InMemoryStore:
         and the object that would be stored is returned, with a uid and
         creationTimestamp but no resourceVersion, as kube-apiserver answers;
         nothing is stored, no watch event is sent, no resourceVersion is used.
+
+        ``applied``: ``obj`` is a server-side apply's result rather than a decoded
+        body (a custom resource's nulls stay, to be refused, and no defaults are
+        filled in, as the server leaves an applied object).
         """
         await anyio.lowlevel.checkpoint()
         self._begin("create", resource, namespace, _name_of(obj))
@@ -629,7 +634,7 @@ class InMemoryStore:
             bucket = self._registry.bucket_for(resource)
             self._registry.check_verb(bucket, "create")
             stored = self._rules.create_locked(
-                bucket, resource.version, namespace, obj, wake, dry_run=dry_run
+                bucket, resource.version, namespace, obj, wake, dry_run=dry_run, applied=applied
             )
         return render(bucket, stored, resource.version, False)
 
@@ -642,6 +647,7 @@ class InMemoryStore:
         subresource: str | None = None,
         patched_from: str | None = None,
         dry_run: bool = False,
+        applied: bool = False,
     ) -> JSONDict:
         """PUT: replace the object named by ``obj``, with optimistic concurrency.
 
@@ -689,6 +695,7 @@ class InMemoryStore:
                 subresource=subresource,
                 dry_run=dry_run,
                 version=resource.version,
+                applied=applied,
             )
         return render(bucket, stored, resource.version, False)
 

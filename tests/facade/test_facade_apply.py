@@ -146,6 +146,20 @@ def _normal(body: Any) -> Any:
     return out
 
 
+def _as_1_30(answer: Any) -> Any:
+    """A recorded answer as 1.30 gives it: a schema's type error is a
+    ``FieldValueTypeInvalid`` cause (apiextensions-apiserver's
+    ``kubeOpenAPIResultToFieldErrors``, kubernetes/kubernetes 899817b05, after the
+    development build these were recorded from)."""
+    if not (isinstance(answer, dict) and answer.get("kind") == "Status"):
+        return answer
+    answer = json.loads(json.dumps(answer))
+    for cause in (answer.get("details") or {}).get("causes") or []:
+        if " in body must be of type " in cause.get("message", ""):
+            cause["reason"] = "FieldValueTypeInvalid"
+    return answer
+
+
 def test_the_150_recorded_random_sequences_over_http(server: KubeAPIServer) -> None:
     """Each sequence runs to its end or to its first difference; none may differ (three
     end in the real server's 422 for a list an apply left ``null`` in a custom resource)."""
@@ -174,7 +188,7 @@ def test_the_150_recorded_random_sequences_over_http(server: KubeAPIServer) -> N
             if got.status != step["status"]:
                 problems.append(f"{where}: status {got.status} != {step['status']}: {got.text}")
                 break
-            if _normal(got.json()) != _normal(step["response"]):
+            if _normal(got.json()) != _normal(_as_1_30(step["response"])):
                 problems.append(f"{where}:\n got  {got.text}\n want {json.dumps(step['response'])}")
                 break
     assert not problems, f"{len(problems)} of 150 sequences differ:\n" + "\n".join(problems[:5])

@@ -259,7 +259,7 @@ class ManagedFields:
             if live is None:
                 try:
                     created = await self.store.create(
-                        resource, to_store, namespace=route.namespace, dry_run=dry_run
+                        resource, to_store, namespace=route.namespace, dry_run=dry_run, applied=True
                     )
                     return created, True
                 except AlreadyExists:
@@ -276,6 +276,7 @@ class ManagedFields:
                     subresource=route.subresource,
                     patched_from=(live.get("metadata") or {}).get("resourceVersion"),
                     dry_run=dry_run,
+                    applied=True,
                 )
                 return updated, False
             except PatchRaced:
