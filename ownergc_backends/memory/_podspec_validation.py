@@ -217,6 +217,8 @@ def _volume_source_errors(volume: dict[str, Any], path: str) -> list[FieldError]
             errors.append(FieldError(f"{where}.secretName", _REQUIRED, ""))
         elif key == "persistentVolumeClaim" and not _str(source.get("claimName")):
             errors.append(FieldError(f"{where}.claimName", _REQUIRED, ""))
+        elif key == "ephemeral":
+            errors += _ephemeral_errors(source, where)
         elif key == "nfs":
             if not _str(source.get("server")):
                 errors.append(FieldError(f"{where}.server", _REQUIRED, ""))
@@ -235,6 +237,17 @@ def _volume_source_errors(volume: dict[str, Any], path: str) -> list[FieldError]
     if count == 0:
         errors.append(FieldError(path, _REQUIRED, "must specify a volume type"))
     return errors
+
+
+def _ephemeral_errors(source: dict[str, Any], where: str) -> list[FieldError]:
+    """A generic ephemeral volume's claim template (GA in 1.23): there, and its spec a
+    valid claim's (:func:`._storage_validation.claim_spec_errors`)."""
+    from ._storage_validation import claim_spec_errors  # (it imports this module)
+
+    template = source.get("volumeClaimTemplate")
+    if not isinstance(template, dict):
+        return [FieldError(f"{where}.volumeClaimTemplate", _REQUIRED, "")]
+    return claim_spec_errors(_dict(template.get("spec")), f"{where}.volumeClaimTemplate.spec")
 
 
 def _local_path_errors(target: str, field: str, *, required: bool = True) -> list[FieldError]:
@@ -901,10 +914,10 @@ def _go_field(name: str) -> str:
     return special.get(name, name[:1].upper() + name[1:])
 
 
-def _spec_diff(old: dict[str, Any], new: dict[str, Any]) -> str:
-    """A short diff of the PodSpec fields an update changed, in the shape of the one a
+def spec_diff(old: dict[str, Any], new: dict[str, Any], kind: str = "PodSpec") -> str:
+    """A short diff of the ``kind`` fields an update changed, in the shape of the one a
     real server appends (``- old``, ``+ new``; the values as JSON, not as Go prints them)."""
-    lines = ["  core.PodSpec{"]
+    lines = [f"  core.{kind}{{"]
     for key in sorted(old.keys() | new.keys()):
         if old.get(key) == new.get(key):
             continue
@@ -987,7 +1000,7 @@ def pod_spec_update_errors(
             FieldError(
                 "spec",
                 _FORBIDDEN,
-                f"{POD_UPDATE_FORBIDDEN}\n{_spec_diff(_semantic(old_spec), _semantic(munged))}",
+                f"{POD_UPDATE_FORBIDDEN}\n{spec_diff(_semantic(old_spec), _semantic(munged))}",
             )
         )
     return errors

@@ -98,6 +98,7 @@ from ._resources import NameRule, ResourceSpec
 from ._service_ips import allocate
 from ._spec_validation import selector_errors, selector_update_errors
 from ._storage import ObjectStorage, holds_services
+from ._storage_validation import resize_refusal, storage_errors, storage_update_errors
 from ._subresources import meta_for_status, subresource_errors, subresource_update
 from ._validation import (
     FINALIZER_FOREGROUND,
@@ -116,6 +117,7 @@ __all__ = ["WriteRules"]
 
 _PRIORITY_CLASSES = ("scheduling.k8s.io", "priorityclasses")
 _RESOURCE_QUOTAS = ("", "resourcequotas")
+_CLAIMS = ("", "persistentvolumeclaims")
 _LIMIT_RANGES = ("", "limitranges")
 _CRDS = ("apiextensions.k8s.io", "customresourcedefinitions")
 
@@ -176,6 +178,19 @@ class WriteRules:
             if bucket.lookup(namespace, candidate) is None:
                 return candidate
         raise ServerTimeout(f"could not generate a unique name from {prefix!r}")
+
+    def _admit_resize(self, bucket: _Storage, name: str, body: JSONDict, old: JSONDict) -> None:
+        """PersistentVolumeClaimResize admission (after validation, as on a real server)."""
+        classes = self._storage.buckets.get(("storage.k8s.io", "storageclasses"))
+        why = resize_refusal(
+            body, old, lambda class_name: classes.lookup("", class_name) if classes else None
+        )
+        if why is not None:
+            raise Forbidden(
+                f'{bucket.group_resource} "{name}" is forbidden: {why}',
+                reason="Forbidden",
+                details={"name": name, "kind": bucket.spec.resource},
+            )
 
     def _admit_namespace(self, bucket: _Storage, namespace: str, name: str) -> None:
         """NamespaceLifecycle admission for creates."""
@@ -339,6 +354,7 @@ class WriteRules:
         if not load:
             errors += core_spec_errors(spec.group, spec.resource, body)
             errors += workload_errors(spec.group, spec.resource, body)
+            errors += storage_errors(spec.group, spec.resource, body)
         errors += validate_finalizers(meta.get("finalizers", []))
         errors += validate_owner_references(meta.get("ownerReferences", []))
         if not load:
@@ -550,6 +566,7 @@ class WriteRules:
         errors += core_spec_update_errors(spec.group, spec.resource, body, existing)
         if subresource is None:
             errors += workload_update_errors(spec.group, spec.resource, body, existing)
+            errors += storage_update_errors(spec.group, spec.resource, body, existing)
         errors += validate_finalizers(finalizers)
         errors += validate_owner_references(meta.get("ownerReferences", []))
         errors += self._custom_resource_errors(bucket, stored_version, body, existing)
@@ -565,6 +582,8 @@ class WriteRules:
         errors += rbac_update_errors(spec.group, spec.resource, body, existing)
         if errors:
             raise invalid(bucket, name, errors)
+        if (spec.group, spec.resource) == _CLAIMS and subresource is None:
+            self._admit_resize(bucket, name, body, existing)
 
         new: JSONDict = {"apiVersion": existing["apiVersion"], "kind": spec.kind, "metadata": meta}
         for key, value in body.items():
