@@ -24,6 +24,8 @@ from ownergc.protocols import JSONDict
 from ._validation import (
     FieldError,
     GoValue,
+    dns_label_errors,
+    namespace_finalizer_errors,
     port_name_errors,
     qualified_name_errors,
     validate_labels,
@@ -45,16 +47,10 @@ _FAMILY_POLICIES: Final = ("PreferDualStack", "RequireDualStack", "SingleStack")
 _TRAFFIC_POLICIES: Final = ("Cluster", "Local")
 _MAX_AFFINITY_SECONDS: Final = 86400
 
-_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _CONFIG_KEY = re.compile(r"[-._a-zA-Z0-9]+")
 _IPV4_SLOPPY = re.compile(r"(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})")
 
-_LABEL_RULE: Final = (
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
-    "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
-    "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
-)
 _SUBDOMAIN_RULE: Final = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
     "or '.', and must start and end with an alphanumeric character (e.g. 'example.com', "
@@ -93,15 +89,7 @@ def _list(value: Any) -> list[Any]:
 
 
 def _dns_label(value: str, where: str) -> list[FieldError]:
-    errors = []
-    if len(value) > 63:
-        errors.append(
-            FieldError(where, "FieldValueInvalid", "must be no more than 63 characters", value)
-        )
-    if not _DNS_LABEL.fullmatch(value):
-        why = "must not contain dots" if _DNS_SUBDOMAIN.fullmatch(value) else _LABEL_RULE
-        errors.append(FieldError(where, "FieldValueInvalid", why, value))
-    return errors
+    return [FieldError(where, "FieldValueInvalid", m, value) for m in dns_label_errors(value)]
 
 
 def _dns_subdomain(value: str, where: str) -> list[FieldError]:
@@ -896,6 +884,10 @@ def core_spec_errors(group: str, resource: str, body: JSONDict) -> list[FieldErr
         return _secret_errors(body)
     if resource == "endpoints":
         return _endpoints_errors(body)
+    if resource == "namespaces":
+        spec = body.get("spec")
+        finalizers = spec.get("finalizers") if isinstance(spec, dict) else None
+        return namespace_finalizer_errors(finalizers, indexed=False)
     return []
 
 

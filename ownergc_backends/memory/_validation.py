@@ -225,17 +225,7 @@ def validate_name(name: str, rule: str, field: str = "metadata.name") -> list[Fi
                 return [FieldError(field, "FieldValueInvalid", f"may not contain {bad!r}", name)]
         return []
     if rule == "dns1123-label":
-        if len(name) > 63 or not _DNS_LABEL.match(name):
-            return [
-                FieldError(
-                    field,
-                    "FieldValueInvalid",
-                    "a lowercase RFC 1123 label must consist of lower case alphanumeric "
-                    "characters or '-', and must start and end with an alphanumeric character",
-                    name,
-                )
-            ]
-        return []
+        return [FieldError(field, "FieldValueInvalid", m, name) for m in dns_label_errors(name)]
     if len(name) > 253 or not _DNS_SUBDOMAIN.match(name):
         return [
             FieldError(
@@ -249,6 +239,48 @@ def validate_name(name: str, rule: str, field: str = "metadata.name") -> list[Fi
             )
         ]
     return []
+
+
+_LABEL_RULE = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+    "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
+    "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
+_STANDARD_FINALIZERS = frozenset({"kubernetes", FINALIZER_ORPHAN, FINALIZER_FOREGROUND})
+
+
+def dns_label_errors(value: str) -> list[str]:
+    """What is wrong with ``value`` as a DNS-1123 label, in apimachinery 1.30's words
+    (IsDNS1123Label: a valid subdomain that is no label "must not contain dots")."""
+    errors = ["must be no more than 63 characters"] if len(value) > 63 else []
+    if not _DNS_LABEL.match(value):
+        errors.append("must not contain dots" if _DNS_SUBDOMAIN.match(value) else _LABEL_RULE)
+    return errors
+
+
+def namespace_finalizer_errors(finalizers: Any, indexed: bool) -> list[FieldError]:
+    """A Namespace's ``spec.finalizers``: qualified names, and one without a prefix a
+    standard one (``kubernetes``, ``orphan``, ``foregroundDeletion``). A create names
+    the list (``spec.finalizers``), ``/finalize`` each entry (``spec.finalizers[i]``)."""
+    errors: list[FieldError] = []
+    for i, value in enumerate(finalizers if isinstance(finalizers, list) else []):
+        where = f"spec.finalizers[{i}]" if indexed else "spec.finalizers"
+        if not isinstance(value, str):
+            errors.append(FieldError(where, "FieldValueInvalid", "must be a string", value))
+            continue
+        errors += [
+            FieldError(where, "FieldValueInvalid", m, value) for m in qualified_name_errors(value)
+        ]
+        if "/" not in value and value not in _STANDARD_FINALIZERS:
+            errors.append(
+                FieldError(
+                    where,
+                    "FieldValueInvalid",
+                    "name is neither a standard finalizer name nor is it fully qualified",
+                    value,
+                )
+            )
+    return errors
 
 
 def _is_qualified_name(value: str) -> bool:

@@ -82,7 +82,7 @@ from ._patch import (
 from ._pod_ips import validate_pod_ips
 from ._podspec_validation import pod_spec_errors, pod_spec_update_errors
 from ._priority_classes import priority_class_errors, priority_class_update_errors
-from ._quota_validation import resource_quota_errors
+from ._quota_validation import resource_quota_errors, resource_quota_update_errors
 from ._registry import CRD_KEY, ResourceRegistry
 from ._resources import ResourceSpec
 from ._service_ips import allocate
@@ -517,6 +517,8 @@ class WriteRules:
             errors += priority_class_errors(body) + priority_class_update_errors(body, existing)
         if (spec.group, spec.resource) == _RESOURCE_QUOTAS:
             errors += resource_quota_errors(body)
+            if subresource is None:
+                errors += resource_quota_update_errors(body, existing)
         if errors:
             raise invalid(bucket, name, errors)
 

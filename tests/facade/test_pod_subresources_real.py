@@ -412,7 +412,8 @@ def test_existing_ephemeral_containers_are_neither_removed_nor_changed(
             [
                 'spec.ephemeralContainers[0].name: Invalid value: "Bad_Name": a lowercase RFC '
                 "1123 label must consist of lower case alphanumeric characters or '-', and "
-                "must start and end with an alphanumeric character"
+                "must start and end with an alphanumeric character (e.g. 'my-name',  or "
+                "'123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
             ],
         ),
         ({"name": "d"}, ["spec.ephemeralContainers[0].image: Required value"]),
