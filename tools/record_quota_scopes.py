@@ -52,9 +52,7 @@ OBJECTS = {
     "resourcequotas": {
         "quotascope-scoped": rq({"pods": "5"}, ["NotTerminating"]),
         "quotascope-plain": rq({"pods": "5"}),
-        "quotascope-selector": rq(
-            {"pods": "5"}, None, expr("PriorityClass", "In", ["high"])
-        ),
+        "quotascope-selector": rq({"pods": "5"}, None, expr("PriorityClass", "In", ["high"])),
     },
     "limitranges": {
         "quotascope-lr": lr(item("Container", max={"cpu": "2"}, min={"cpu": "100m"})),
@@ -170,9 +168,7 @@ CREATES = {
         "min greater than max, memory": lr(
             item("Pod", max={"memory": "512Mi"}, min={"memory": "1Gi"})
         ),
-        "default greater than max": lr(
-            item("Container", max={"cpu": "1"}, default={"cpu": "2"})
-        ),
+        "default greater than max": lr(item("Container", max={"cpu": "1"}, default={"cpu": "2"})),
         "defaultRequest greater than default": lr(
             item("Container", default={"cpu": "500m"}, defaultRequest={"cpu": "1"})
         ),
@@ -221,7 +217,9 @@ CREATES = {
             item("Container", default={"nvidia.com/gpu": "1"})
         ),
         "extended resource default and request differ": lr(
-            item("Container", default={"nvidia.com/gpu": "2"}, defaultRequest={"nvidia.com/gpu": "1"})
+            item(
+                "Container", default={"nvidia.com/gpu": "2"}, defaultRequest={"nvidia.com/gpu": "1"}
+            )
         ),
         "hugepages default and request differ": lr(
             item(

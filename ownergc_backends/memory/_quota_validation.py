@@ -67,6 +67,8 @@ _CONTAINER: Final = frozenset({"cpu", "memory", "ephemeral-storage"})
 _HUGE_PAGES: Final = ("hugepages-", "requests.hugepages-")
 _INVALID: Final = "FieldValueInvalid"
 _DECIMAL: Final = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?(n|u|m|k|M|G|T|P|E)?")
+_BINARY: Final = re.compile(r"(-?)([0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei)")
+_BINARY_SUFFIXES: Final = ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
 _EXPONENTS: Final = {
     "n": -9,
     "u": -6,
@@ -158,8 +160,19 @@ def _name_errors(name: str) -> list[str]:
 
 
 def go_quantity(text: str) -> str:
-    """Go's ``%#v`` of the ``resource.Quantity`` parsed from a decimal ``text`` (the form
-    a whole-number check prints it in)."""
+    """Go's ``%#v`` of the ``resource.Quantity`` parsed from ``text`` (decimal, or a whole
+    number with a binary suffix): the form a field error prints a quantity in."""
+    binary = _BINARY.fullmatch(text)
+    if binary is not None:
+        sign, whole, suffix = binary.groups()
+        digits = int(whole)
+        value = digits << (10 * (_BINARY_SUFFIXES.index(suffix) + 1))
+        # (Go keeps the text when the digits are not a multiple of 8)
+        cached = text if digits & 7 else ""
+        return (
+            f"resource.Quantity{{i:resource.int64Amount{{value:{sign}{value}, scale:0}}, "
+            f'd:resource.infDecAmount{{Dec:(*inf.Dec)(nil)}}, s:"{cached}", Format:"BinarySI"}}'
+        )
     match = _DECIMAL.fullmatch(text)
     if match is None:
         return text

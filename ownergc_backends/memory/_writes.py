@@ -66,6 +66,7 @@ from ._deletion import (
 from ._fieldmanager.schema import version_schema
 from ._flowschemas import FLOWCONTROL, level_named, with_dangling
 from ._generation import generation_rule
+from ._limitrange_validation import limit_range_errors
 from ._objects import (
     _GENERATE_NAME_ALPHABET,
     IMMORTAL_NAMESPACES,
@@ -107,6 +108,7 @@ __all__ = ["WriteRules"]
 
 _PRIORITY_CLASSES = ("scheduling.k8s.io", "priorityclasses")
 _RESOURCE_QUOTAS = ("", "resourcequotas")
+_LIMIT_RANGES = ("", "limitranges")
 
 
 class WriteRules:
@@ -317,6 +319,8 @@ class WriteRules:
                 errors += priority_class_errors(body)
             if (spec.group, spec.resource) == _RESOURCE_QUOTAS:
                 errors += resource_quota_errors(body)
+            if (spec.group, spec.resource) == _LIMIT_RANGES:
+                errors += limit_range_errors(body)
         if errors:
             raise invalid(bucket, name, errors)
         if not load:
@@ -359,7 +363,12 @@ class WriteRules:
         if spec.group == "" and spec.resource == "namespaces":
             ns_spec = stored.get("spec")
             ns_spec = dict(ns_spec) if isinstance(ns_spec, dict) else {}
-            ns_spec.setdefault("finalizers", ["kubernetes"])
+            # (the namespace registry's PrepareForCreate: ``kubernetes`` is always there)
+            finalizers = ns_spec.get("finalizers")
+            if not isinstance(finalizers, list) or not finalizers:
+                ns_spec["finalizers"] = ["kubernetes"]
+            elif "kubernetes" not in finalizers:
+                ns_spec["finalizers"] = [*finalizers, "kubernetes"]
             stored["spec"] = ns_spec
             phase = "Terminating" if "deletionTimestamp" in meta else "Active"
             stored["status"] = {"phase": phase}
@@ -519,6 +528,8 @@ class WriteRules:
             errors += resource_quota_errors(body)
             if subresource is None:
                 errors += resource_quota_update_errors(body, existing)
+        if (spec.group, spec.resource) == _LIMIT_RANGES:
+            errors += limit_range_errors(body)
         if errors:
             raise invalid(bucket, name, errors)
 
