@@ -28,6 +28,7 @@ import pytest
 
 from ownergc_backends.memory import InMemoryStore
 from ownergc_backends.memory.http import KubeAPIServer, run_in_thread
+from tests.facade.test_core_validation_real import _cause
 from tests.facade.test_field_validation_cases import send
 
 RECORDED = json.loads(
@@ -132,15 +133,6 @@ SERVE_OWN: dict[tuple[str, str, str], str] = {
     for case in ("spec.finalizers bogus", "spec.finalizers emptied", "status phase")
 }
 
-_LABELS = {
-    "FieldValueInvalid": "Invalid value",
-    "FieldValueRequired": "Required value",
-    "FieldValueForbidden": "Forbidden",
-    "FieldValueNotSupported": "Unsupported value",
-    "FieldValueDuplicate": "Duplicate value",
-}
-_REASONS = {label: reason for reason, label in _LABELS.items()}
-
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[KubeAPIServer]:
@@ -152,12 +144,6 @@ def server() -> Iterator[KubeAPIServer]:
                 status, _, answer = send(running, "POST", PATHS[kind], json.dumps(body))
                 assert status == 201, answer
         yield running
-
-
-def _cause(error: str) -> dict[str, str]:
-    field, _, body = error.partition(": ")
-    label = body.partition(": ")[0]
-    return {"reason": _REASONS[label], "message": body, "field": field}
 
 
 def _name(exchange: dict[str, Any]) -> str:
