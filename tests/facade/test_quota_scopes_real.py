@@ -127,7 +127,8 @@ DIFFERENCES: dict[tuple[str, str, str], tuple[list[str] | None, str]] = {
 #: Where serve answers otherwise on purpose. A Namespace's own update writes its
 #: ``spec.finalizers`` and ``status`` (kube-apiserver keeps the stored ones; its
 #: namespace controller writes them through ``/finalize`` and ``/status``): serve's
-#: namespace controller writes them that way (``_writes._split_status``).
+#: namespace controller writes them that way (``_writes._split_status``; see
+#: test_pod_subresources_real.test_the_object_update_of_a_namespace_still_writes_its_status).
 SERVE_OWN: dict[tuple[str, str, str], str] = {
     ("namespaces", "update", case): "a Namespace update writes spec.finalizers and status"
     for case in ("spec.finalizers bogus", "spec.finalizers emptied", "status phase")
