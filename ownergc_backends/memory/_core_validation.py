@@ -24,7 +24,8 @@ from ownergc.protocols import JSONDict
 from ._validation import (
     FieldError,
     GoValue,
-    dns_label_errors,
+    dns1123_label_errors,
+    dns1123_subdomain_errors,
     namespace_finalizer_errors,
     port_name_errors,
     qualified_name_errors,
@@ -47,16 +48,9 @@ _FAMILY_POLICIES: Final = ("PreferDualStack", "RequireDualStack", "SingleStack")
 _TRAFFIC_POLICIES: Final = ("Cluster", "Local")
 _MAX_AFFINITY_SECONDS: Final = 86400
 
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _CONFIG_KEY = re.compile(r"[-._a-zA-Z0-9]+")
 _IPV4_SLOPPY = re.compile(r"(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})")
 
-_SUBDOMAIN_RULE: Final = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
-    "or '.', and must start and end with an alphanumeric character (e.g. 'example.com', "
-    "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*"
-    "[a-z0-9])?)*')"
-)
 _CONFIG_KEY_RULE: Final = (
     "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. "
     "'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is "
@@ -89,18 +83,16 @@ def _list(value: Any) -> list[Any]:
 
 
 def _dns_label(value: str, where: str) -> list[FieldError]:
-    return [FieldError(where, "FieldValueInvalid", m, value) for m in dns_label_errors(value)]
+    return [
+        FieldError(where, "FieldValueInvalid", why, value) for why in dns1123_label_errors(value)
+    ]
 
 
 def _dns_subdomain(value: str, where: str) -> list[FieldError]:
-    errors = []
-    if len(value) > 253:
-        errors.append(
-            FieldError(where, "FieldValueInvalid", "must be no more than 253 characters", value)
-        )
-    if not _DNS_SUBDOMAIN.fullmatch(value):
-        errors.append(FieldError(where, "FieldValueInvalid", _SUBDOMAIN_RULE, value))
-    return errors
+    return [
+        FieldError(where, "FieldValueInvalid", why, value)
+        for why in dns1123_subdomain_errors(value)
+    ]
 
 
 def _config_key(key: str) -> list[str]:

@@ -21,9 +21,11 @@ CRD_CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
 
 __all__ = [
     "CRD_CLEANUP_FINALIZER",
+    "NAME_MISMATCH",
     "CRDServing",
     "crd_serving",
     "crd_status",
+    "required_name",
     "version_priority_key",
 ]
 
@@ -60,6 +62,21 @@ class CRDServing:
     subresources: frozenset[str] = frozenset()
     #: The scale subresource's (specReplicasPath, statusReplicasPath, labelSelectorPath).
     scale: tuple[str, str, str | None] | None = None
+
+
+#: What a CRD's name (and a generateName) that is not its plural and group is told.
+NAME_MISMATCH = 'must be spec.names.plural+"."+spec.group'
+
+
+def required_name(obj: dict[str, Any]) -> str:
+    """The one name a CRD may have, ``<spec.names.plural>.<spec.group>`` (Go's zero values,
+    empty strings, for what is missing)."""
+    spec = obj.get("spec")
+    spec = spec if isinstance(spec, dict) else {}
+    names = spec.get("names")
+    plural = names.get("plural") if isinstance(names, dict) else None
+    group = spec.get("group")
+    return f"{plural if isinstance(plural, str) else ''}.{group if isinstance(group, str) else ''}"
 
 
 def crd_serving(obj: dict[str, Any]) -> tuple[CRDServing | None, list[FieldError]]:
@@ -158,17 +175,6 @@ def crd_serving(obj: dict[str, Any]) -> tuple[CRDServing | None, list[FieldError
                 "FieldValueInvalid",
                 "must have exactly one version marked as storage version",
                 versions,
-            )
-        )
-    meta = obj.get("metadata") or {}
-    expected = f"{plural}.{group}"
-    if not errors and meta.get("name") != expected:
-        errors.append(
-            FieldError(
-                "metadata.name",
-                "FieldValueInvalid",
-                f'must be spec.names.plural+"."+spec.group ("{expected}")',
-                meta.get("name"),
             )
         )
     if errors:

@@ -716,7 +716,7 @@ def _ingress_class(obj: JSONDict, spec: JSONDict, version: str) -> None:
 
 
 def _binding(obj: JSONDict, version: str) -> None:
-    role_ref = _obj(obj, "roleRef")
+    role_ref = _ensure_obj(obj, "roleRef")  # (a struct value: defaulted when absent too)
     if role_ref is not None:
         _default(role_ref, "apiGroup", "rbac.authorization.k8s.io")
     for subject in _objects(obj, "subjects"):

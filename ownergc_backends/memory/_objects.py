@@ -241,8 +241,8 @@ def _with_rv(obj: JSONDict, rv: int) -> JSONDict:
 
 
 def _invalid(kind: str, name: str, errors: list[FieldError], group: str = "") -> Invalid:
-    # The message lists each distinct error once (Go's ``ErrorList.ToAggregate``); the
-    # causes keep every one.
+    # The message lists each error once (Go's ErrorList.ToAggregate drops repeated
+    # messages); the causes keep them all.
     messages = list(dict.fromkeys(e.message() for e in errors))
     text = messages[0] if len(messages) == 1 else "[" + ", ".join(messages) + "]"
     # kube-apiserver names the kind qualified by its group (``Deployment.apps``).

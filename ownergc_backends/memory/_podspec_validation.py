@@ -33,6 +33,8 @@ from ._validation import (
     FieldError,
     GoValue,
     _shown,
+    dns1123_label_errors,
+    dns1123_subdomain_errors,
     label_value_errors,
     port_name_errors,
     qualified_name_errors,
@@ -48,23 +50,8 @@ _NOT_SUPPORTED: Final = "FieldValueNotSupported"
 _DUPLICATE: Final = "FieldValueDuplicate"
 _NOT_FOUND: Final = "FieldValueNotFound"
 
-_DNS_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_DNS_SUBDOMAIN: Final = re.compile(
-    r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
-)
 _ENV_VAR_NAME: Final = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")
 
-_DNS_LABEL_RULE: Final = (
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
-    "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
-    "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
-)
-_DNS_SUBDOMAIN_RULE: Final = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
-    "or '.', and must start and end with an alphanumeric character (e.g. 'example.com', "
-    "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*"
-    "[a-z0-9])?)*')"
-)
 _ENV_VAR_RULE: Final = (
     "a valid environment variable name must consist of alphabetic characters, digits, '_', "
     "'-', or '.', and must not start with a digit (e.g. 'my.env-name',  or 'MY_ENV.NAME',  "
@@ -161,20 +148,6 @@ def _str(value: Any) -> str:
 
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def dns_label_errors(value: str) -> list[str]:
-    errors = ["must be no more than 63 characters"] if len(value) > 63 else []
-    if not _DNS_LABEL.fullmatch(value):
-        errors.append(_DNS_LABEL_RULE)
-    return errors
-
-
-def dns_subdomain_errors(value: str) -> list[str]:
-    errors = ["must be no more than 253 characters"] if len(value) > 253 else []
-    if not _DNS_SUBDOMAIN.fullmatch(value):
-        errors.append(_DNS_SUBDOMAIN_RULE)
-    return errors
 
 
 def _port_number_errors(port: int) -> list[str]:
@@ -279,7 +252,9 @@ def _volume_errors(volumes: Any, path: str) -> tuple[list[FieldError], set[str]]
         if not name:
             own.append(FieldError(f"{where}.name", _REQUIRED, ""))
         else:
-            own += [FieldError(f"{where}.name", _INVALID, m, name) for m in dns_label_errors(name)]
+            own += [
+                FieldError(f"{where}.name", _INVALID, m, name) for m in dns1123_label_errors(name)
+            ]
         if name in seen:
             own.append(FieldError(f"{where}.name", _DUPLICATE, _shown(name)))
         if own:
@@ -353,7 +328,7 @@ def _field_ref_errors(ref: dict[str, Any], path: str) -> list[FieldError]:
 
 def _key_selector_errors(ref: dict[str, Any], path: str) -> list[FieldError]:
     name = _str(ref.get("name"))
-    errors = [FieldError(f"{path}.name", _INVALID, m, name) for m in dns_subdomain_errors(name)]
+    errors = [FieldError(f"{path}.name", _INVALID, m, name) for m in dns1123_subdomain_errors(name)]
     if not _str(ref.get("key")):
         errors.append(FieldError(f"{path}.key", _REQUIRED, ""))
     return errors
@@ -601,7 +576,9 @@ def _container_errors(
     if not name:
         errors.append(FieldError(f"{path}.name", _REQUIRED, ""))
     else:
-        errors += [FieldError(f"{path}.name", _INVALID, m, name) for m in dns_label_errors(name)]
+        errors += [
+            FieldError(f"{path}.name", _INVALID, m, name) for m in dns1123_label_errors(name)
+        ]
     if not _str(container.get("image")):
         errors.append(FieldError(f"{path}.image", _REQUIRED, ""))
     policy = container.get("terminationMessagePolicy")
@@ -785,8 +762,8 @@ def validate_pod_spec(spec: dict[str, Any], path: str, kind: str) -> list[FieldE
             )
         )
     for key, rule in (
-        ("serviceAccountName", dns_subdomain_errors),
-        ("nodeName", dns_subdomain_errors),
+        ("serviceAccountName", dns1123_subdomain_errors),
+        ("nodeName", dns1123_subdomain_errors),
     ):
         value = _str(spec.get(key))
         if value:
@@ -805,14 +782,14 @@ def validate_pod_spec(spec: dict[str, Any], path: str, kind: str) -> list[FieldE
         value = _str(spec.get(key))
         if value:
             errors += [
-                FieldError(f"{path}.{key}", _INVALID, m, value) for m in dns_label_errors(value)
+                FieldError(f"{path}.{key}", _INVALID, m, value) for m in dns1123_label_errors(value)
             ]
     errors += _toleration_errors(spec.get("tolerations"), f"{path}.tolerations")
     priority_class = _str(spec.get("priorityClassName"))
     if priority_class:
         errors += [
             FieldError(f"{path}.priorityClassName", _INVALID, m, priority_class)
-            for m in dns_subdomain_errors(priority_class)
+            for m in dns1123_subdomain_errors(priority_class)
         ]
     return errors
 

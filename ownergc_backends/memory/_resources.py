@@ -55,8 +55,13 @@ class NameRule(str, enum.Enum):
 
     DNS_SUBDOMAIN = "dns1123-subdomain"
     DNS_LABEL = "dns1123-label"
-    #: RBAC objects: anything usable as a URL path segment.
+    #: Services: a DNS-1035 label (a letter first).
+    DNS1035_LABEL = "dns1035-label"
+    #: RBAC objects and PodDisruptionBudgets: anything usable as a URL path segment.
     PATH_SEGMENT = "path-segment"
+    #: Core Events and CertificateSigningRequests: the kind checks no name of its own
+    #: (the path-segment rule every object meets still applies).
+    NONE = "none"
 
 
 @dataclass(frozen=True)
@@ -209,7 +214,7 @@ BUILTIN_RESOURCES: tuple[ResourceSpec, ...] = (
     ),
     _builtin("", "v1", "configmaps", "ConfigMap"),
     _builtin("", "v1", "secrets", "Secret"),
-    _builtin("", "v1", "services", "Service", name_rule=NameRule.DNS_LABEL),
+    _builtin("", "v1", "services", "Service", name_rule=NameRule.DNS1035_LABEL),
     _builtin("", "v1", "serviceaccounts", "ServiceAccount", subresources=frozenset({"token"})),
     _builtin(
         "",
@@ -221,7 +226,7 @@ BUILTIN_RESOURCES: tuple[ResourceSpec, ...] = (
     ),
     _builtin("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim"),
     _builtin("", "v1", "persistentvolumes", "PersistentVolume", namespaced=False),
-    _builtin("", "v1", "events", "Event", policy=GCPolicy.UNSUPPORTED),
+    _builtin("", "v1", "events", "Event", policy=GCPolicy.UNSUPPORTED, name_rule=NameRule.NONE),
     _builtin("", "v1", "endpoints", "Endpoints"),
     _builtin("", "v1", "limitranges", "LimitRange"),
     _builtin("", "v1", "podtemplates", "PodTemplate"),
@@ -279,6 +284,7 @@ BUILTIN_RESOURCES: tuple[ResourceSpec, ...] = (
         "certificatesigningrequests",
         "CertificateSigningRequest",
         namespaced=False,
+        name_rule=NameRule.NONE,
     ),
     _builtin("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice"),
     # v1 (1.29) preferred; v1beta3 (1.26) still served, deprecated, until 1.32.
@@ -295,7 +301,13 @@ BUILTIN_RESOURCES: tuple[ResourceSpec, ...] = (
     _builtin("networking.k8s.io", "v1", "ingressclasses", "IngressClass", namespaced=False),
     _builtin("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy"),
     _builtin("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", namespaced=False),
-    _builtin("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget"),
+    _builtin(
+        "policy",
+        "v1",
+        "poddisruptionbudgets",
+        "PodDisruptionBudget",
+        name_rule=NameRule.PATH_SEGMENT,
+    ),
     _builtin("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False),
     _builtin("storage.k8s.io", "v1", "storageclasses", "StorageClass", namespaced=False),
     _builtin("storage.k8s.io", "v1", "csidrivers", "CSIDriver", namespaced=False),

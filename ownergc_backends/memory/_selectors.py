@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,7 +16,14 @@ from ownergc.errors import (
 from ownergc.protocols import APIResource, JSONDict
 
 from ._label_query import LabelQueryError, parse_label_query
-from ._validation import FieldError, GoValue, label_value_errors, qualified_name_errors
+from ._validation import (
+    FieldError,
+    GoValue,
+    go_string,
+    go_strings,
+    label_value_errors,
+    qualified_name_errors,
+)
 
 #: Go's strconv.ParseInt(s, 10, 64), which reads a label compared by ``<`` or ``>``.
 _GO_INT64: Final = re.compile("[+-]?[0-9]+")
@@ -390,23 +396,13 @@ def selector_string(selector: Any) -> str:
 _OPERATORS: Final = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!"}
 
 
-def _go_string(value: Any) -> str:
-    return json.dumps(str(value), ensure_ascii=False)
-
-
 def go_labels(labels: Any) -> GoValue:
     """A ``map[string]string`` as Go's ``%#v`` prints it (keys sorted; a missing map is
     ``map[string]string(nil)``)."""
     if not isinstance(labels, dict):
         return GoValue("map[string]string(nil)")
-    items = ", ".join(f"{_go_string(k)}:{_go_string(v)}" for k, v in sorted(labels.items()))
+    items = ", ".join(f"{go_string(k)}:{go_string(v)}" for k, v in sorted(labels.items()))
     return GoValue(f"map[string]string{{{items}}}")
-
-
-def _go_strings(values: Any) -> str:
-    if not isinstance(values, list):
-        return "[]string(nil)"
-    return "[]string{" + ", ".join(_go_string(v) for v in values) + "}"
 
 
 def go_selector(selector: Any) -> GoValue:
@@ -418,8 +414,8 @@ def go_selector(selector: Any) -> GoValue:
     if isinstance(expressions, list):
         shown = ", ".join(
             "v1.LabelSelectorRequirement{"
-            f"Key:{_go_string(e.get('key', ''))}, Operator:{_go_string(e.get('operator', ''))}, "
-            f"Values:{_go_strings(e.get('values'))}}}"
+            f"Key:{go_string(e.get('key', ''))}, Operator:{go_string(e.get('operator', ''))}, "
+            f"Values:{go_strings(e.get('values'))}}}"
             for e in expressions
             if isinstance(e, dict)
         )

@@ -23,7 +23,12 @@ __all__ = [
     "GoValue",
     "MetadataTypeError",
     "decode_metadata",
+    "dns1035_label_errors",
+    "dns1123_label_errors",
+    "dns1123_subdomain_errors",
     "label_value_errors",
+    "name_errors",
+    "path_segment_errors",
     "port_name_errors",
     "qualified_name_errors",
     "validate_annotations",
@@ -38,6 +43,7 @@ FINALIZER_FOREGROUND = "foregroundDeletion"
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _PORT_NAME_CHARS = re.compile(r"[-a-z0-9]+")
 _PORT_NAME_LETTER = re.compile(r"[a-z]")
 _QUALIFIED_NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
@@ -215,47 +221,86 @@ def _decode_owner_reference(ref: Any, index: int) -> dict[str, Any]:
     return out
 
 
-def validate_name(name: str, rule: str, field: str = "metadata.name") -> list[FieldError]:
-    """Name rules: DNS-1123 subdomain / label, or a URL path segment (RBAC)."""
-    if rule == "path-segment":
-        if name in (".", ".."):
-            return [FieldError(field, "FieldValueInvalid", f"may not be {name!r}", name)]
-        for bad in ("/", "%"):
-            if bad in name:
-                return [FieldError(field, "FieldValueInvalid", f"may not contain {bad!r}", name)]
-        return []
-    if rule == "dns1123-label":
-        return [FieldError(field, "FieldValueInvalid", m, name) for m in dns_label_errors(name)]
-    if len(name) > 253 or not _DNS_SUBDOMAIN.match(name):
-        return [
-            FieldError(
-                field,
-                "FieldValueInvalid",
-                "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
-                "characters, '-' or '.', and must start and end with an alphanumeric character "
-                "(e.g. 'example.com', regex used for validation is "
-                "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
-                name,
-            )
-        ]
-    return []
-
-
-_LABEL_RULE = (
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
-    "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
-    "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
-)
-_STANDARD_FINALIZERS = frozenset({"kubernetes", FINALIZER_ORPHAN, FINALIZER_FOREGROUND})
-
-
-def dns_label_errors(value: str) -> list[str]:
-    """What is wrong with ``value`` as a DNS-1123 label, in apimachinery 1.30's words
-    (IsDNS1123Label: a valid subdomain that is no label "must not contain dots")."""
+def dns1123_label_errors(value: str) -> list[str]:
+    """apimachinery's IsDNS1123Label words (1.30: a dotted subdomain "must not contain dots")."""
     errors = ["must be no more than 63 characters"] if len(value) > 63 else []
-    if not _DNS_LABEL.match(value):
-        errors.append("must not contain dots" if _DNS_SUBDOMAIN.match(value) else _LABEL_RULE)
+    if not _DNS_LABEL.fullmatch(value):
+        errors.append("must not contain dots" if _DNS_SUBDOMAIN.fullmatch(value) else _LABEL_RULE)
     return errors
+
+
+def dns1123_subdomain_errors(value: str) -> list[str]:
+    """apimachinery's IsDNS1123Subdomain words: the length and the pattern, each checked."""
+    errors = ["must be no more than 253 characters"] if len(value) > 253 else []
+    if not _DNS_SUBDOMAIN.fullmatch(value):
+        errors.append(_SUBDOMAIN_RULE)
+    return errors
+
+
+def dns1035_label_errors(value: str) -> list[str]:
+    """apimachinery's IsDNS1035Label words (a Service's name: a letter first)."""
+    errors = ["must be no more than 63 characters"] if len(value) > 63 else []
+    if not _DNS1035_LABEL.fullmatch(value):
+        errors.append(_DNS1035_LABEL_RULE)
+    return errors
+
+
+def path_segment_errors(name: str, prefix: bool = False) -> list[str]:
+    """What a name usable in a URL path may not be (every object's rule; RBAC's only one)."""
+    errors = [] if prefix or name not in (".", "..") else [f"may not be '{name}'"]
+    return errors + [f"may not contain '{bad}'" for bad in ("/", "%") if bad in name]
+
+
+def go_string(value: Any) -> str:
+    """A string as Go's ``%q`` (and ``%#v``) prints it."""
+    return json.dumps(value if isinstance(value, str) else str(value), ensure_ascii=False)
+
+
+def go_strings(values: Any) -> GoValue:
+    """A ``[]string`` as Go's ``%#v`` prints it (``[]string(nil)`` for none)."""
+    if not isinstance(values, list):
+        return GoValue("[]string(nil)")
+    return GoValue("[]string{" + ", ".join(go_string(v) for v in values) + "}")
+
+
+def supported_values(values: tuple[str, ...] | list[str]) -> str:
+    """The detail of a ``field.NotSupported`` error."""
+    return "supported values: " + ", ".join(f'"{v}"' for v in values)
+
+
+_NAME_CHECKS: dict[str, Callable[[str], list[str]]] = {
+    "dns1123-label": dns1123_label_errors,
+    "dns1123-subdomain": dns1123_subdomain_errors,
+    "dns1035-label": dns1035_label_errors,
+}
+
+
+def name_errors(name: str, rule: str, prefix: bool = False) -> list[str]:
+    """What is wrong with ``name`` under a kind's name ``rule``, in kube-apiserver's words.
+
+    ``prefix``: a ``generateName``, checked as the start of a name (a trailing dash
+    stands for the characters that follow it).
+    """
+    if rule == "path-segment":
+        return path_segment_errors(name, prefix)
+    check = _NAME_CHECKS.get(rule)
+    if check is None:  # ("none")
+        return []
+    if prefix and len(name) > 1 and name.endswith("-"):
+        name = name[:-1] + "a"
+    return check(name)
+
+
+def validate_name(
+    name: str, rule: str, field: str = "metadata.name", *, prefix: bool = False
+) -> list[FieldError]:
+    """Name rules: DNS-1123 subdomain / label, DNS-1035 label, a URL path segment, none."""
+    return [
+        FieldError(field, "FieldValueInvalid", why, name) for why in name_errors(name, rule, prefix)
+    ]
+
+
+_STANDARD_FINALIZERS = frozenset({"kubernetes", FINALIZER_ORPHAN, FINALIZER_FOREGROUND})
 
 
 def namespace_finalizer_errors(finalizers: Any, indexed: bool) -> list[FieldError]:
@@ -304,6 +349,16 @@ _SUBDOMAIN_RULE = (
     "or '.', and must start and end with an alphanumeric character (e.g. 'example.com', "
     "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*"
     "[a-z0-9])?)*')"
+)
+_LABEL_RULE = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+    "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
+    "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
+_DNS1035_LABEL_RULE = (
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with "
+    "an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "
+    "'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
 )
 _LABEL_VALUE_RULE = (
     "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' "

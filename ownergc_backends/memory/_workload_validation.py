@@ -22,7 +22,7 @@ from typing import Any, Final, TypeGuard
 
 from ._patch import json_equal
 from ._selectors import go_selector
-from ._validation import FieldError, GoValue
+from ._validation import FieldError, GoValue, path_segment_errors
 
 __all__ = ["workload_errors", "workload_update_errors"]
 
@@ -859,12 +859,6 @@ _METRIC_FIELDS: Final = {
 }
 
 
-def _path_segment_errors(value: str) -> list[str]:
-    if value in (".", ".."):
-        return [f"may not be '{value}'"]
-    return [f"may not contain '{bad}'" for bad in ("/", "%") if bad in value]
-
-
 def _scale_target(errors: list[FieldError], ref: JSONDict, path: str) -> None:
     for key in ("kind", "name"):
         value = ref.get(key, "")
@@ -873,7 +867,7 @@ def _scale_target(errors: list[FieldError], ref: JSONDict, path: str) -> None:
         elif isinstance(value, str):
             errors += [
                 FieldError(f"{path}.{key}", "FieldValueInvalid", message, value)
-                for message in _path_segment_errors(value)
+                for message in path_segment_errors(value)
             ]
 
 

@@ -51,7 +51,14 @@ from ._core import (
     not_found,
 )
 from ._core_validation import core_spec_errors, core_spec_update_errors
-from ._crd import CRD_CLEANUP_FINALIZER, CRDServing, crd_serving, crd_status
+from ._crd import (
+    CRD_CLEANUP_FINALIZER,
+    NAME_MISMATCH,
+    CRDServing,
+    crd_serving,
+    crd_status,
+    required_name,
+)
 from ._defaults import (
     STATUS_KEPT_ON_CREATE,
     apply_defaults,
@@ -84,8 +91,9 @@ from ._pod_ips import validate_pod_ips
 from ._podspec_validation import pod_spec_errors, pod_spec_update_errors
 from ._priority_classes import priority_class_errors, priority_class_update_errors
 from ._quota_validation import resource_quota_errors, resource_quota_update_errors
+from ._rbac_validation import rbac_errors, rbac_update_errors
 from ._registry import CRD_KEY, ResourceRegistry
-from ._resources import ResourceSpec
+from ._resources import NameRule, ResourceSpec
 from ._service_ips import allocate
 from ._spec_validation import selector_errors, selector_update_errors
 from ._storage import ObjectStorage, holds_services
@@ -109,6 +117,7 @@ __all__ = ["WriteRules"]
 _PRIORITY_CLASSES = ("scheduling.k8s.io", "priorityclasses")
 _RESOURCE_QUOTAS = ("", "resourcequotas")
 _LIMIT_RANGES = ("", "limitranges")
+_CRDS = ("apiextensions.k8s.io", "customresourcedefinitions")
 
 
 class WriteRules:
@@ -291,9 +300,24 @@ class WriteRules:
                     meta["generation"],
                 )
             )
+        if not meta.get("name") and (spec.group, spec.resource) == _LIMIT_RANGES:
+            # A LimitRange is named before generateName is looked at: a fresh UUID.
+            meta["name"] = str(self._uid_factory())
+        generate_name = meta.get("generateName")
+        crd_name = required_name(body) if (spec.group, spec.resource) == _CRDS else None
+        if generate_name:
+            errors += validate_name(
+                generate_name, spec.name_rule.value, "metadata.generateName", prefix=True
+            )
+            if crd_name is not None and generate_name != crd_name:
+                errors.append(
+                    FieldError(
+                        "metadata.generateName", "FieldValueInvalid", NAME_MISMATCH, generate_name
+                    )
+                )
         if not meta.get("name"):
-            if meta.get("generateName"):
-                meta["name"] = self._generate_name(bucket, ns, meta["generateName"])
+            if generate_name:
+                meta["name"] = self._generate_name(bucket, ns, generate_name)
             else:
                 errors.append(
                     FieldError(
@@ -303,6 +327,8 @@ class WriteRules:
         name = meta.get("name", "")
         if name:
             errors += validate_name(name, spec.name_rule.value)
+            if crd_name is not None and name != crd_name:
+                errors.append(FieldError("metadata.name", "FieldValueInvalid", NAME_MISMATCH, name))
         errors += validate_labels(meta.get("labels", {}))
         errors += validate_annotations(meta.get("annotations", {}))
         if not load:
@@ -321,6 +347,14 @@ class WriteRules:
                 errors += resource_quota_errors(body)
             if (spec.group, spec.resource) == _LIMIT_RANGES:
                 errors += limit_range_errors(body)
+            errors += rbac_errors(spec.group, spec.resource, body)
+        if not errors and spec.name_rule is NameRule.NONE:
+            # The rule every object's name meets, checked once the kind's own checks pass.
+            if generate_name:
+                errors += validate_name(
+                    generate_name, NameRule.PATH_SEGMENT.value, "metadata.generateName", prefix=True
+                )
+            errors += validate_name(name, NameRule.PATH_SEGMENT.value)
         if errors:
             raise invalid(bucket, name, errors)
         if not load:
@@ -530,6 +564,7 @@ class WriteRules:
                 errors += resource_quota_update_errors(body, existing)
         if (spec.group, spec.resource) == _LIMIT_RANGES:
             errors += limit_range_errors(body)
+        errors += rbac_update_errors(spec.group, spec.resource, body, existing)
         if errors:
             raise invalid(bucket, name, errors)
 
@@ -763,6 +798,10 @@ class WriteRules:
             return CRDServing("", "", "", True, (), ""), errors
         name = _meta(obj)["name"]
         if old is not None:
+            if name != required_name(obj):
+                errors.insert(
+                    0, FieldError("metadata.name", "FieldValueInvalid", NAME_MISMATCH, name)
+                )
             before, _ = crd_serving(old)
             if before is not None:
                 for field_name, was, now in (

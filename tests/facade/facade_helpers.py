@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -146,3 +147,87 @@ def body_shape(value: Any) -> Any:
 def create_namespace(server: KubeAPIServer, name: str) -> None:
     body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
     assert request(server, "POST", "/api/v1/namespaces", body).status == 201
+
+
+_FIELD_ERROR_REASONS = {
+    "Invalid value": "FieldValueInvalid",
+    "Required value": "FieldValueRequired",
+    "Forbidden": "FieldValueForbidden",
+    "Unsupported value": "FieldValueNotSupported",
+    "Duplicate value": "FieldValueDuplicate",
+    "Too long": "FieldValueTooLong",
+}
+
+
+def answer_essentials(status: int, body: dict[str, Any]) -> dict[str, Any]:
+    """What the recorded-answer tests compare: the status, and for a refusal its reason,
+    message and details."""
+    if status in (200, 201):
+        return {"status": status}
+    return {
+        "status": status,
+        "reason": body.get("reason"),
+        "message": body.get("message"),
+        "details": body.get("details"),
+    }
+
+
+def invalid_answer(kind: str, name: str, errors: list[str], group: str = "") -> dict[str, Any]:
+    """The essentials of the 422 kube-apiserver answers for ``errors`` (each as its
+    message prints it, ``field: Label: ...``): the message lists each once."""
+    once = list(dict.fromkeys(errors))
+    listed = once[0] if len(once) == 1 else "[" + ", ".join(once) + "]"
+    qualified = f"{kind}.{group}" if group else kind
+    causes = []
+    for error in errors:
+        field, _, body = error.partition(": ")
+        reason = _FIELD_ERROR_REASONS[body.partition(": ")[0]]
+        causes.append({"reason": reason, "message": body, "field": field})
+    details: dict[str, Any] = {"name": name, "kind": kind, "causes": causes}
+    if group:
+        details = {"name": name, "group": group, "kind": kind, "causes": causes}
+    return {
+        "status": 422,
+        "reason": "Invalid",
+        "message": f'{qualified} "{name}" is invalid: {listed}',
+        "details": details,
+    }
+
+
+def replay_dry_run(
+    server: KubeAPIServer,
+    collection: str,
+    exchange: dict[str, Any],
+    expand: Callable[[Any], Any] = lambda value: value,
+) -> tuple[int, Any]:
+    """A recorded ``dryRun=All`` write sent again: a create's ``body`` POSTed to
+    ``collection``, or an update's merge ``patch`` of the object ``name`` in it (each
+    passed through ``expand`` first); the status and the JSON answer."""
+    if exchange["op"] == "create":
+        reply = request(server, "POST", f"{collection}?dryRun=All", expand(exchange["body"]))
+    else:
+        reply = request(
+            server,
+            "PATCH",
+            f"{collection}/{exchange['name']}?dryRun=All",
+            expand(exchange["patch"]),
+            headers={"Content-Type": "application/merge-patch+json"},
+        )
+    return reply.status, reply.json()
+
+
+def expected_answer(
+    exchange: dict[str, Any],
+    errors_1_30: list[str] | bool | None,
+    kind: str,
+    name: str,
+    group: str = "",
+) -> dict[str, Any]:
+    """What a replayed exchange must answer: as recorded, unless ``errors_1_30`` (not
+    False) gives kube-apiserver 1.30's errors for it (None: 1.30 takes it)."""
+    if errors_1_30 is False:
+        recorded = exchange["answer"]
+        return answer_essentials(recorded["status"], recorded)
+    if errors_1_30 is None or errors_1_30 is True:
+        return {"status": 201 if exchange["op"] == "create" else 200}
+    return invalid_answer(kind, name, errors_1_30, group)

@@ -28,7 +28,7 @@ import pytest
 
 from ownergc_backends.memory import InMemoryStore
 from ownergc_backends.memory.http import KubeAPIServer, run_in_thread
-from tests.facade.test_core_validation_real import _cause
+from tests.facade.facade_helpers import invalid_answer, replay_dry_run
 from tests.facade.test_field_validation_cases import send
 
 RECORDED = json.loads(
@@ -157,14 +157,7 @@ def _expected_1_30(exchange: dict[str, Any], errors: list[str] | None) -> dict[s
     if errors is None:
         status = 201 if exchange["op"] == "create" else 200
         return {"status": status, "spec": exchange["body"]["spec"]}
-    kind, name = KINDS[exchange["kind"]], _name(exchange)
-    listed = errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
-    return {
-        "status": 422,
-        "reason": "Invalid",
-        "message": f'{kind} "{name}" is invalid: {listed}',
-        "details": {"name": name, "kind": kind, "causes": [_cause(e) for e in errors]},
-    }
+    return invalid_answer(KINDS[exchange["kind"]], _name(exchange), errors)
 
 
 def _essentials(kind: str, status: int, body: dict[str, Any]) -> dict[str, Any]:
@@ -211,18 +204,7 @@ def _id(exchange: dict[str, Any]) -> str:
 @pytest.mark.parametrize("exchange", RECORDED["exchanges"], ids=_id)
 def test_rules_as_recorded(server: KubeAPIServer, exchange: dict[str, Any]) -> None:
     kind = exchange["kind"]
-    if exchange["op"] == "create":
-        status, _, answer = send(
-            server, "POST", PATHS[kind] + "?dryRun=All", json.dumps(exchange["body"])
-        )
-    else:
-        status, _, answer = send(
-            server,
-            "PATCH",
-            f"{PATHS[kind]}/{exchange['name']}?dryRun=All",
-            json.dumps(exchange["patch"]),
-            "application/merge-patch+json",
-        )
+    status, answer = replay_dry_run(server, PATHS[kind], exchange)
     got = _essentials(kind, status, answer)
     difference = DIFFERENCES.get((kind, exchange["op"], exchange["case"]))
     if difference is not None:
