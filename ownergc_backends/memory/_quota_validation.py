@@ -17,14 +17,13 @@ pod-state scopes. On update the set of scopes cannot change.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, Final
 
 from ownergc.protocols import JSONDict
 
 from ._defaults import canonical_quantity, quantity_value
-from ._validation import FieldError, GoValue, qualified_name_errors
+from ._validation import FieldError, GoValue, go_string, qualified_name_errors
 
 __all__ = [
     "container_resource_name_errors",
@@ -220,15 +219,15 @@ def _go_slice(type_name: str, values: Any) -> GoValue:
     """A Go slice of strings as ``%#v`` prints it (``[]T(nil)`` when absent)."""
     if not isinstance(values, list):
         return GoValue(f"{type_name}(nil)")
-    return GoValue(type_name + "{" + ", ".join(json.dumps(str(v)) for v in values) + "}")
+    return GoValue(type_name + "{" + ", ".join(go_string(v) for v in values) + "}")
 
 
 def _go_selector(selector: JSONDict) -> GoValue:
     """A ``core.ScopeSelector`` as ``%#v`` prints it."""
     kind = "core.ScopedResourceSelectorRequirement"
     shown = [
-        f"{kind}{{ScopeName:{json.dumps(str(e.get('scopeName') or ''))}, "
-        f"Operator:{json.dumps(str(e.get('operator') or ''))}, "
+        f"{kind}{{ScopeName:{go_string(e.get('scopeName') or '')}, "
+        f"Operator:{go_string(e.get('operator') or '')}, "
         f"Values:{_go_slice('[]string', e.get('values'))}}}"
         for e in _expressions(selector)
     ]
