@@ -89,6 +89,7 @@ CREATES = {
             {"requests.nvidia.com/gpu": "1"}, ["Terminating"]
         ),
         "PriorityClass scope": rq({"pods": "10"}, ["PriorityClass"]),
+        "NotBestEffort on huge pages": rq({"requests.hugepages-2Mi": "1Gi"}, ["NotBestEffort"]),
         "CrossNamespacePodAffinity scope": rq({"pods": "10"}, ["CrossNamespacePodAffinity"]),
         "bogus scope on cpu": rq({"cpu": "1"}, ["Bogus"]),
         "duplicate scope": rq({"pods": "10"}, ["NotTerminating", "NotTerminating"]),
@@ -190,6 +191,12 @@ CREATES = {
         ),
         "ratio equal to max/min": lr(
             item("Pod", max={"cpu": "2"}, min={"cpu": "1"}, maxLimitRequestRatio={"cpu": "2"})
+        ),
+        "ratio with a zero min": lr(
+            item("Pod", max={"cpu": "2"}, min={"cpu": "0"}, maxLimitRequestRatio={"cpu": "3"})
+        ),
+        "ratio with milli bounds": lr(
+            item("Pod", max={"cpu": "300m"}, min={"cpu": "200m"}, maxLimitRequestRatio={"cpu": "2"})
         ),
         "ratio above max/min, memory": lr(
             item(
@@ -309,6 +316,15 @@ UPDATES = {
 }
 
 
+#: ``/finalize`` writes (PUT of the stored Namespace with these ``spec.finalizers``).
+FINALIZES = {
+    ("quotascope-ns", "finalize: a name with a space"): ["a b"],
+    ("quotascope-ns", "finalize: a bogus name after kubernetes"): ["kubernetes", "foo"],
+    ("quotascope-ns", "finalize: fully qualified"): ["example.com/x"],
+    ("quotascope-ns", "finalize: emptied"): [],
+}
+
+
 def kept(status, answer, kind):
     if status in (200, 201):
         out = {"status": status}
@@ -368,6 +384,20 @@ def main():
                     "answer": kept(status, answer, kind),
                 }
             )
+    for (name, case), finalizers in FINALIZES.items():
+        _, stored = call("GET", f"{PATHS['namespaces']}/{name}")
+        stored["spec"] = {"finalizers": finalizers}
+        status, answer = call("PUT", f"{PATHS['namespaces']}/{name}/finalize?dryRun=All", stored)
+        exchanges.append(
+            {
+                "kind": "namespaces",
+                "op": "finalize",
+                "case": case,
+                "name": name,
+                "finalizers": finalizers,
+                "answer": kept(status, answer, "namespaces"),
+            }
+        )
     json.dump(
         {
             "server": "kube-apiserver v1.20.2",

@@ -6,7 +6,9 @@ tests/data/real-apiserver-1.20/quota-scopes.json holds what a real kube-apiserve
 1.20 answered (tools/record_quota_scopes.py): creates with ``dryRun=All`` of invalid
 (and valid) objects, and merge-patch updates with ``dryRun=All`` of stored ones. Each
 is sent to serve's facade and the answer compared: the status and the stored spec
-(for a Namespace its phase), or for a refusal its reason, message and causes.
+(for a Namespace its phase), or for a refusal its reason, message and causes. A
+Namespace's ``/finalize`` writes (PUTs of the stored Namespace with other
+``spec.finalizers``) are replayed the same way.
 
 A LimitRange's rules walk Go maps, whose order is random: where a recorded refusal
 has errors about several resources, their order is not compared (the causes as a
@@ -28,7 +30,7 @@ import pytest
 
 from ownergc_backends.memory import InMemoryStore
 from ownergc_backends.memory.http import KubeAPIServer, run_in_thread
-from tests.facade.facade_helpers import invalid_answer, replay_dry_run
+from tests.facade.facade_helpers import invalid_answer, replay_dry_run, request
 from tests.facade.test_field_validation_cases import send
 
 RECORDED = json.loads(
@@ -148,7 +150,7 @@ def server() -> Iterator[KubeAPIServer]:
 
 
 def _name(exchange: dict[str, Any]) -> str:
-    if exchange["op"] == "update":
+    if exchange["op"] != "create":
         return str(exchange["name"])
     return str(exchange["body"]["metadata"]["name"])
 
@@ -204,7 +206,13 @@ def _id(exchange: dict[str, Any]) -> str:
 @pytest.mark.parametrize("exchange", RECORDED["exchanges"], ids=_id)
 def test_rules_as_recorded(server: KubeAPIServer, exchange: dict[str, Any]) -> None:
     kind = exchange["kind"]
-    status, answer = replay_dry_run(server, PATHS[kind], exchange)
+    if exchange["op"] == "finalize":
+        path = f"{PATHS[kind]}/{exchange['name']}"
+        stored = request(server, "GET", path).json()
+        stored["spec"] = {"finalizers": exchange["finalizers"]}
+        status, _, answer = send(server, "PUT", f"{path}/finalize?dryRun=All", json.dumps(stored))
+    else:
+        status, answer = replay_dry_run(server, PATHS[kind], exchange)
     got = _essentials(kind, status, answer)
     difference = DIFFERENCES.get((kind, exchange["op"], exchange["case"]))
     if difference is not None:
