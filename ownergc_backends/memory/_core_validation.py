@@ -26,6 +26,7 @@ from ._validation import (
     GoValue,
     dns1123_label_errors,
     dns1123_subdomain_errors,
+    namespace_finalizer_errors,
     port_name_errors,
     qualified_name_errors,
     validate_labels,
@@ -875,6 +876,10 @@ def core_spec_errors(group: str, resource: str, body: JSONDict) -> list[FieldErr
         return _secret_errors(body)
     if resource == "endpoints":
         return _endpoints_errors(body)
+    if resource == "namespaces":
+        spec = body.get("spec")
+        finalizers = spec.get("finalizers") if isinstance(spec, dict) else None
+        return namespace_finalizer_errors(finalizers, indexed=False)
     return []
 
 

@@ -639,6 +639,8 @@ def _endpoints(obj: JSONDict, version: str) -> None:
 
 @_of_spec
 def _limit_range(obj: JSONDict, spec: JSONDict, version: str) -> None:
+    if spec.get("limits") == []:
+        spec["limits"] = None  # (as kube-apiserver answers an empty list)
     for item in _objects(spec, "limits"):
         if item.get("type") != "Container":
             continue

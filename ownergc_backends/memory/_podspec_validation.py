@@ -29,6 +29,7 @@ from ownergc.errors import BadRequest
 
 from ._defaults import quantity_value
 from ._podspec_scheduling import pod_scheduling_errors, scheduling_gate_update_errors
+from ._quota_validation import container_resource_name_errors, is_native
 from ._validation import (
     FieldError,
     GoValue,
@@ -107,14 +108,6 @@ _VOLUME_SOURCES: Final = (
     "vsphereVolume", "photonPersistentDisk", "portworxVolume", "azureDisk", "storageos",
     "projected", "scaleIO", "csi", "ephemeral", "image",
 )  # fmt: skip
-_CONTAINER_RESOURCES: Final = frozenset(("cpu", "memory", "ephemeral-storage"))
-_STANDARD_RESOURCES: Final = frozenset((
-    "cpu", "memory", "ephemeral-storage", "storage", "pods", "services",
-    "replicationcontrollers", "resourcequotas", "secrets", "configmaps",
-    "persistentvolumeclaims", "services.nodeports", "services.loadbalancers",
-    "requests.cpu", "requests.memory", "requests.storage", "requests.ephemeral-storage",
-    "limits.cpu", "limits.memory", "limits.ephemeral-storage",
-))  # fmt: skip
 #: The downward API fields an env var's ``fieldRef`` may name (plus a label or an
 #: annotation by key).
 _ENV_FIELD_PATHS: Final = (
@@ -448,30 +441,8 @@ def _mount_errors(mounts: Any, volumes: set[str], path: str) -> list[FieldError]
     return errors
 
 
-def _is_native(name: str) -> bool:
-    return "/" not in name or "kubernetes.io/" in name
-
-
 def _resource_name_errors(name: str, field: str) -> list[FieldError]:
-    errors = [FieldError(field, _INVALID, m, name) for m in qualified_name_errors(name)]
-    if "/" not in name:
-        if name not in _STANDARD_RESOURCES and not name.startswith("hugepages-"):
-            errors.append(
-                FieldError(
-                    field, _INVALID, "must be a standard resource type or fully qualified", name
-                )
-            )
-        if name not in _CONTAINER_RESOURCES and not name.startswith("hugepages-"):
-            errors.append(
-                FieldError(field, _INVALID, "must be a standard resource for containers", name)
-            )
-    elif not _is_native(name) and (
-        name.startswith("requests.") or qualified_name_errors("requests." + name)
-    ):
-        errors.append(
-            FieldError(field, _INVALID, "doesn't follow extended resource name standard", name)
-        )
-    return errors
+    return [FieldError(field, _INVALID, m, name) for m in container_resource_name_errors(name)]
 
 
 def _quantity_text(value: Any) -> str:
@@ -507,7 +478,7 @@ def _resource_errors(resources: dict[str, Any], path: str, kind: str) -> list[Fi
             errors += _resource_name_errors(name, where)
             if value < 0:
                 errors.append(FieldError(where, _INVALID, _NEGATIVE, _quantity_text(texts[name])))
-            elif not _is_native(name) and value.denominator != 1:
+            elif not is_native(name) and value.denominator != 1:
                 errors.append(
                     FieldError(where, _INVALID, "must be an integer", _quantity_text(texts[name]))
                 )
@@ -515,7 +486,7 @@ def _resource_errors(resources: dict[str, Any], path: str, kind: str) -> list[Fi
             cpu_or_memory = cpu_or_memory or name in ("cpu", "memory")
             if group != "requests":
                 continue
-            overcommit = _is_native(name) and not name.startswith("hugepages-")
+            overcommit = is_native(name) and not name.startswith("hugepages-")
             if name in limit_values:
                 limit = limit_values[name]
                 shown = _quantity_text(requests[name])

@@ -17,13 +17,12 @@ lists them.
 from __future__ import annotations
 
 import copy
-import re
 from typing import Any, Final
 
 from ownergc.protocols import JSONDict
 
 from ._patch import json_equal
-from ._validation import FieldError, validate_name
+from ._validation import FieldError, namespace_finalizer_errors, validate_name
 
 __all__ = [
     "MIRROR_POD_ANNOTATION",
@@ -78,10 +77,6 @@ _ORDER: Final = (
 _CONTAINER_FIELDS: Final = _EPHEMERAL_ALLOWED | set(_ORDER)
 _PULL_POLICIES: Final = ("Always", "IfNotPresent", "Never")
 _MESSAGE_POLICIES: Final = ("File", "FallbackToLogsOnError")
-#: Finalizer names a namespace may carry without a domain prefix.
-_STANDARD_FINALIZERS: Final = frozenset({"kubernetes", "orphan", "foregroundDeletion"})
-_QUALIFIED = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 def _spec(obj: JSONDict) -> JSONDict:
@@ -157,7 +152,7 @@ def subresource_errors(
     if resource == "namespaces" and subresource == "status":
         return _namespace_status_errors(new)
     if resource == "namespaces" and subresource == "finalize":
-        return _namespace_finalizer_errors(new)
+        return namespace_finalizer_errors(_spec(new).get("finalizers"), indexed=True)
     return []
 
 
@@ -184,53 +179,6 @@ def _namespace_status_errors(new: JSONDict) -> list[FieldError]:
             )
         ]
     return []
-
-
-def _qualified_name_errors(value: str) -> list[str]:
-    prefix, slash, name = value.rpartition("/")
-    messages = []
-    if slash and not prefix:
-        messages.append("prefix part must be non-empty")
-    elif slash and (len(prefix) > 253 or not _SUBDOMAIN.match(prefix)):
-        messages.append(
-            "prefix part a lowercase RFC 1123 subdomain must consist of lower case "
-            "alphanumeric characters, '-' or '.', and must start and end with an "
-            "alphanumeric character (e.g. 'example.com', regex used for validation is "
-            "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-        )
-    if not name:
-        messages.append("name part must be non-empty")
-    elif len(name) > 63:
-        messages.append("name part must be no more than 63 characters")
-    elif not _QUALIFIED.match(name):
-        messages.append(
-            "name part must consist of alphanumeric characters, '-', '_' or '.', and must "
-            "start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  "
-            "or '123-abc', regex used for validation is "
-            "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
-        )
-    return messages
-
-
-def _namespace_finalizer_errors(new: JSONDict) -> list[FieldError]:
-    errors = []
-    for i, value in enumerate(_list(_spec(new).get("finalizers"))):
-        where = f"spec.finalizers[{i}]"
-        if not isinstance(value, str):
-            errors.append(FieldError(where, "FieldValueInvalid", "must be a string", value))
-            continue
-        messages = _qualified_name_errors(value)
-        errors += [FieldError(where, "FieldValueInvalid", m, value) for m in messages]
-        if not messages and "/" not in value and value not in _STANDARD_FINALIZERS:
-            errors.append(
-                FieldError(
-                    where,
-                    "FieldValueInvalid",
-                    "name is neither a standard finalizer name nor is it fully qualified",
-                    value,
-                )
-            )
-    return errors
 
 
 def _set(value: Any) -> bool:

@@ -307,6 +307,34 @@ def validate_name(
     ]
 
 
+_STANDARD_FINALIZERS = frozenset({"kubernetes", FINALIZER_ORPHAN, FINALIZER_FOREGROUND})
+
+
+def namespace_finalizer_errors(finalizers: Any, indexed: bool) -> list[FieldError]:
+    """A Namespace's ``spec.finalizers``: qualified names, and one without a prefix a
+    standard one (``kubernetes``, ``orphan``, ``foregroundDeletion``). A create names
+    the list (``spec.finalizers``), ``/finalize`` each entry (``spec.finalizers[i]``)."""
+    errors: list[FieldError] = []
+    for i, value in enumerate(finalizers if isinstance(finalizers, list) else []):
+        where = f"spec.finalizers[{i}]" if indexed else "spec.finalizers"
+        if not isinstance(value, str):
+            errors.append(FieldError(where, "FieldValueInvalid", "must be a string", value))
+            continue
+        errors += [
+            FieldError(where, "FieldValueInvalid", m, value) for m in qualified_name_errors(value)
+        ]
+        if "/" not in value and value not in _STANDARD_FINALIZERS:
+            errors.append(
+                FieldError(
+                    where,
+                    "FieldValueInvalid",
+                    "name is neither a standard finalizer name nor is it fully qualified",
+                    value,
+                )
+            )
+    return errors
+
+
 def _is_qualified_name(value: str) -> bool:
     prefix, sep, name = value.rpartition("/")
     if sep and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):

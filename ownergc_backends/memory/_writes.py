@@ -75,6 +75,7 @@ from ._deletion import (
 from ._fieldmanager.schema import version_schema
 from ._flowschemas import FLOWCONTROL, level_named, with_dangling
 from ._generation import generation_rule
+from ._limitrange_validation import limit_range_errors
 from ._objects import (
     _GENERATE_NAME_ALPHABET,
     IMMORTAL_NAMESPACES,
@@ -91,7 +92,7 @@ from ._patch import (
 from ._pod_ips import validate_pod_ips
 from ._podspec_validation import pod_spec_errors, pod_spec_update_errors
 from ._priority_classes import priority_class_errors, priority_class_update_errors
-from ._quota_validation import resource_quota_errors
+from ._quota_validation import resource_quota_errors, resource_quota_update_errors
 from ._rbac_validation import rbac_errors, rbac_update_errors
 from ._registry import CRD_KEY, ResourceRegistry
 from ._resources import NameRule, ResourceSpec
@@ -366,6 +367,8 @@ class WriteRules:
                 errors += priority_class_errors(body)
             if (spec.group, spec.resource) == _RESOURCE_QUOTAS:
                 errors += resource_quota_errors(body)
+            if (spec.group, spec.resource) == _LIMIT_RANGES:
+                errors += limit_range_errors(body)
             errors += rbac_errors(spec.group, spec.resource, body)
         if not errors and spec.name_rule is NameRule.NONE:
             # The rule every object's name meets, checked once the kind's own checks pass.
@@ -416,7 +419,12 @@ class WriteRules:
         if spec.group == "" and spec.resource == "namespaces":
             ns_spec = stored.get("spec")
             ns_spec = dict(ns_spec) if isinstance(ns_spec, dict) else {}
-            ns_spec.setdefault("finalizers", ["kubernetes"])
+            # (the namespace registry's PrepareForCreate: ``kubernetes`` is always there)
+            finalizers = ns_spec.get("finalizers")
+            if not isinstance(finalizers, list) or not finalizers:
+                ns_spec["finalizers"] = ["kubernetes"]
+            elif "kubernetes" not in finalizers:
+                ns_spec["finalizers"] = [*finalizers, "kubernetes"]
             stored["spec"] = ns_spec
             phase = "Terminating" if "deletionTimestamp" in meta else "Active"
             stored["status"] = {"phase": phase}
@@ -579,6 +587,10 @@ class WriteRules:
             errors += priority_class_errors(body) + priority_class_update_errors(body, existing)
         if (spec.group, spec.resource) == _RESOURCE_QUOTAS:
             errors += resource_quota_errors(body)
+            if subresource is None:
+                errors += resource_quota_update_errors(body, existing)
+        if (spec.group, spec.resource) == _LIMIT_RANGES:
+            errors += limit_range_errors(body)
         errors += rbac_update_errors(spec.group, spec.resource, body, existing)
         if errors:
             raise invalid(bucket, name, errors)
