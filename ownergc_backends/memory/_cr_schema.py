@@ -169,7 +169,7 @@ def apply_defaults(value: Any, schema: Any) -> None:
 
 def go_float(value: float) -> str:
     """A float64 as Go's ``%v`` prints it (shortest digits; an exponent below 1e-4 and
-    from 1e+21 up)."""
+    from 1e+06 up: Go prints a million as ``1e+06``)."""
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
@@ -182,7 +182,7 @@ def go_float(value: float) -> str:
     point = len(text) + exponent  # where the decimal point falls in the digits
     exp = point - 1
     head = "-" if sign else ""
-    if exp < -4 or exp >= 21:
+    if exp < -4 or exp >= 6:  # (strconv: shortest %g decides at precision 6)
         mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")
         return f"{head}{mantissa}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
     if point <= 0:
@@ -201,12 +201,25 @@ def _go_v(value: Any) -> str:
     return str(value)
 
 
+def _json_float(value: float) -> str:
+    """A float64 as Go's encoding/json writes it: plain digits, an exponent (``1e-07``
+    written ``1e-7``) only below 1e-6 and from 1e21 up."""
+    size = abs(value)
+    if size != 0 and (size < 1e-6 or size >= 1e21):
+        mantissa, _, exponent = f"{value:e}".partition("e")
+        digits = Decimal(repr(value)).normalize().as_tuple().digits
+        text = "".join(map(str, digits))
+        mantissa = ("-" if value < 0 else "") + text[0] + ("." + text[1:] if len(text) > 1 else "")
+        return f"{mantissa}e{int(exponent):+d}"
+    return format(Decimal(repr(value)).normalize(), "f")
+
+
 def go_json(value: Any) -> str:
     """``value`` as Go's encoding/json writes it (compact, keys sorted, floats Go's way)."""
     if isinstance(value, float) and not isinstance(value, bool):
-        if value == int(value) and abs(value) < 1e21:
-            return str(int(value))
-        return go_float(value)
+        if math.isnan(value) or math.isinf(value):
+            return go_float(value)
+        return _json_float(value)
     if isinstance(value, dict):
         return "{" + ",".join(f"{json.dumps(k)}:{go_json(value[k])}" for k in sorted(value)) + "}"
     if isinstance(value, list):
@@ -333,11 +346,9 @@ def _enum_equal(value: Any, candidate: Any) -> bool:
         return isinstance(candidate, bool) and isinstance(value, bool) and value is candidate
     numeric = (int, float)
     if isinstance(candidate, numeric):
-        if not isinstance(value, numeric):
-            return False
-        if isinstance(candidate, int):
-            return int(value) == candidate
-        return float(value) == candidate
+        # (a schema's enum numbers are decoded as float64: a value is compared as one,
+        # so 2.5 is not 2 and 2 is 2.0)
+        return isinstance(value, numeric) and float(value) == float(candidate)
     if isinstance(candidate, str):
         return isinstance(value, str) and value == candidate
     return type(value) is type(candidate) and value == candidate
