@@ -45,7 +45,10 @@ KINDS = {
         {
             "apiVersion": "networking.k8s.io/v1",
             "kind": "Ingress",
-            "spec": {**rules(PATH), "tls": [{"hosts": ["netval.example.com"], "secretName": "tls"}]},
+            "spec": {
+                **rules(PATH),
+                "tls": [{"hosts": ["netval.example.com"], "secretName": "tls"}],
+            },
         },
     ),
     "ingressclasses": (
@@ -82,7 +85,11 @@ CREATES = [
     ("ingresses", "valid rule without http", {"rules": [{"host": "netval.example.com"}]}),
     ("ingresses", "valid wildcard host", rules(PATH, host="*.example.com")),
     ("ingresses", "valid no host", rules(PATH, host=None)),
-    ("ingresses", "valid named port", backend({"service": {"name": "web", "port": {"name": "http"}}})),
+    (
+        "ingresses",
+        "valid named port",
+        backend({"service": {"name": "web", "port": {"name": "http"}}}),
+    ),
     (
         "ingresses",
         "valid resource backend",
@@ -160,7 +167,11 @@ CREATES = [
         "service port name digits",
         backend({"service": {"name": "web", "port": {"name": "8080"}}}),
     ),
-    ("ingresses", "resource without kind and name", backend({"resource": {"apiGroup": "example.com"}})),
+    (
+        "ingresses",
+        "resource without kind and name",
+        backend({"resource": {"apiGroup": "example.com"}}),
+    ),
     (
         "ingresses",
         "resource bad apiGroup, kind and name",
@@ -184,10 +195,19 @@ CREATES = [
         "tls bad hosts and secretName",
         {
             **rules(PATH),
-            "tls": [{"hosts": ["Bad_Host", "*.example.com", "*.*.example.com"], "secretName": "Tls_Secret"}],
+            "tls": [
+                {
+                    "hosts": ["Bad_Host", "*.example.com", "*.*.example.com"],
+                    "secretName": "Tls_Secret",
+                }
+            ],
         },
     ),
-    ("ingresses", "tls without secretName", {**rules(PATH), "tls": [{"hosts": ["netval.example.com"]}]}),
+    (
+        "ingresses",
+        "tls without secretName",
+        {**rules(PATH), "tls": [{"hosts": ["netval.example.com"]}]},
+    ),
     ("ingresses", "ingressClassName invalid", {**rules(PATH), "ingressClassName": "Nginx_Class"}),
     (
         "ingresses",
@@ -196,7 +216,10 @@ CREATES = [
             "defaultBackend": {"service": {"name": "web", "port": {}}},
             "rules": [
                 {"host": "1.2.3.4", "http": {"paths": [{"path": "x", "backend": BACKEND}]}},
-                {"host": "ok.example.com", "http": {"paths": [path(path="x", pathType="Exact", backend={})]}},
+                {
+                    "host": "ok.example.com",
+                    "http": {"paths": [path(path="x", pathType="Exact", backend={})]},
+                },
             ],
             "tls": [{"secretName": "Bad"}],
             "ingressClassName": "Bad",
@@ -240,7 +263,10 @@ CREATES = [
     (
         "ingressclasses",
         "parameters scope Namespace without namespace",
-        {"controller": "example.com/c", "parameters": {"kind": "K", "name": "n", "scope": "Namespace"}},
+        {
+            "controller": "example.com/c",
+            "parameters": {"kind": "K", "name": "n", "scope": "Namespace"},
+        },
     ),
     (
         "ingressclasses",
@@ -295,12 +321,32 @@ CREATES = [
         "valid endPort",
         {"podSelector": {}, "egress": [{"ports": [{"port": 32000, "endPort": 32768}]}]},
     ),
-    ("networkpolicies", "protocol ICMP", {"podSelector": {}, "ingress": [{"ports": [{"protocol": "ICMP"}]}]}),
-    ("networkpolicies", "protocol lower-case", {"podSelector": {}, "egress": [{"ports": [{"protocol": "tcp", "port": 53}]}]}),
+    (
+        "networkpolicies",
+        "protocol ICMP",
+        {"podSelector": {}, "ingress": [{"ports": [{"protocol": "ICMP"}]}]},
+    ),
+    (
+        "networkpolicies",
+        "protocol lower-case",
+        {"podSelector": {}, "egress": [{"ports": [{"protocol": "tcp", "port": 53}]}]},
+    ),
     ("networkpolicies", "port 0", {"podSelector": {}, "ingress": [{"ports": [{"port": 0}]}]}),
-    ("networkpolicies", "port 70000", {"podSelector": {}, "ingress": [{"ports": [{"port": 70000}]}]}),
-    ("networkpolicies", "port name upper-case", {"podSelector": {}, "ingress": [{"ports": [{"port": "HTTP"}]}]}),
-    ("networkpolicies", "port name digits", {"podSelector": {}, "ingress": [{"ports": [{"port": "8080"}]}]}),
+    (
+        "networkpolicies",
+        "port 70000",
+        {"podSelector": {}, "ingress": [{"ports": [{"port": 70000}]}]},
+    ),
+    (
+        "networkpolicies",
+        "port name upper-case",
+        {"podSelector": {}, "ingress": [{"ports": [{"port": "HTTP"}]}]},
+    ),
+    (
+        "networkpolicies",
+        "port name digits",
+        {"podSelector": {}, "ingress": [{"ports": [{"port": "8080"}]}]},
+    ),
     (
         "networkpolicies",
         "port name too long",
@@ -354,7 +400,16 @@ CREATES = [
         {
             "podSelector": {},
             "egress": [
-                {"to": [{"ipBlock": {"cidr": "10.0.0.0/16", "except": ["192.168.0.0/24", "10.0.0.0/16", "10.0.0.0/8"]}}]}
+                {
+                    "to": [
+                        {
+                            "ipBlock": {
+                                "cidr": "10.0.0.0/16",
+                                "except": ["192.168.0.0/24", "10.0.0.0/16", "10.0.0.0/8"],
+                            }
+                        }
+                    ]
+                }
             ],
         },
     ),
@@ -363,7 +418,9 @@ CREATES = [
         "ipBlock except not a CIDR",
         {
             "podSelector": {},
-            "egress": [{"to": [{"ipBlock": {"cidr": "10.0.0.0/8", "except": ["10.1.2.3", "300.0.0.0/8"]}}]}],
+            "egress": [
+                {"to": [{"ipBlock": {"cidr": "10.0.0.0/8", "except": ["10.1.2.3", "300.0.0.0/8"]}}]}
+            ],
         },
     ),
     (
@@ -383,7 +440,9 @@ CREATES = [
                 {
                     "from": [
                         {
-                            "podSelector": {"matchExpressions": [{"key": "a", "operator": "Equals"}]},
+                            "podSelector": {
+                                "matchExpressions": [{"key": "a", "operator": "Equals"}]
+                            },
                             "namespaceSelector": {"matchLabels": {"bad key!": "x"}},
                         }
                     ]
@@ -392,7 +451,11 @@ CREATES = [
         },
     ),
     ("networkpolicies", "policyTypes bogus", {"podSelector": {}, "policyTypes": ["Inbound"]}),
-    ("networkpolicies", "policyTypes lower-case", {"podSelector": {}, "policyTypes": ["ingress", "Egress"]}),
+    (
+        "networkpolicies",
+        "policyTypes lower-case",
+        {"podSelector": {}, "policyTypes": ["ingress", "Egress"]},
+    ),
     (
         "networkpolicies",
         "policyTypes three",
@@ -404,9 +467,17 @@ CREATES = [
         {
             "podSelector": {"matchLabels": {"app": "-bad-"}},
             "ingress": [
-                {"ports": [{"protocol": "ICMP", "port": 0}], "from": [{}, {"ipBlock": {"cidr": "x"}}]}
+                {
+                    "ports": [{"protocol": "ICMP", "port": 0}],
+                    "from": [{}, {"ipBlock": {"cidr": "x"}}],
+                }
             ],
-            "egress": [{"ports": [{"port": "HTTP"}], "to": [{"ipBlock": {"cidr": "10.0.0.0/8", "except": ["11.0.0.0/16"]}}]}],
+            "egress": [
+                {
+                    "ports": [{"port": "HTTP"}],
+                    "to": [{"ipBlock": {"cidr": "10.0.0.0/8", "except": ["11.0.0.0/16"]}}],
+                }
+            ],
             "policyTypes": ["Ingress", "Sideways"],
         },
     ),
@@ -414,8 +485,16 @@ CREATES = [
 
 #: (kind, case, merge patch of the stored valid object)
 UPDATES = [
-    ("ingresses", "valid host change", {"spec": {"rules": rules(PATH, host="other.example.com")["rules"]}}),
-    ("ingresses", "pathType removed", {"spec": {"rules": rules({"path": "/", "backend": BACKEND})["rules"]}}),
+    (
+        "ingresses",
+        "valid host change",
+        {"spec": {"rules": rules(PATH, host="other.example.com")["rules"]}},
+    ),
+    (
+        "ingresses",
+        "pathType removed",
+        {"spec": {"rules": rules({"path": "/", "backend": BACKEND})["rules"]}},
+    ),
     ("ingresses", "pathType bogus", {"spec": {"rules": rules(path(pathType="Bogus"))["rules"]}}),
     ("ingresses", "rules removed", {"spec": {"rules": None}}),
     ("ingresses", "tls secretName invalid", {"spec": {"tls": [{"secretName": "Bad_Name"}]}}),
@@ -427,7 +506,11 @@ UPDATES = [
             "spec": {"ingressClassName": "nginx"},
         },
     ),
-    ("ingressclasses", "valid parameters added", {"spec": {"parameters": {"kind": "K", "name": "n"}}}),
+    (
+        "ingressclasses",
+        "valid parameters added",
+        {"spec": {"parameters": {"kind": "K", "name": "n"}}},
+    ),
     ("ingressclasses", "controller changed", {"spec": {"controller": "example.com/other"}}),
     ("ingressclasses", "controller removed", {"spec": {"controller": None}}),
     ("ingressclasses", "parameters without name", {"spec": {"parameters": {"kind": "K"}}}),
@@ -446,13 +529,12 @@ UPDATES = [
     ),
 ]
 
-#: The create whose answer names the object in the annotation (create only).
-ANNOTATED = (
-    "ingresses",
-    "class annotation with ingressClassName",
-    {"annotations": {"kubernetes.io/ingress.class": "nginx"}},
-    {**rules(PATH), "ingressClassName": "nginx"},
-)
+#: Creates with the ``kubernetes.io/ingress.class`` annotation and ``ingressClassName``
+#: (a rule of creates only): (case, annotation, class name).
+ANNOTATED = [
+    ("class annotation with ingressClassName", "nginx", "nginx"),
+    ("class annotation other than ingressClassName", "nginx", "haproxy"),
+]
 
 
 def expand(value):
@@ -482,7 +564,11 @@ def new_object(kind, spec, meta=None):
 
 
 def main():
-    call("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+    call(
+        "POST",
+        "/api/v1/namespaces",
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}},
+    )
     objects = {}
     for kind, (where, obj) in KINDS.items():
         body = {**copy.deepcopy(obj), "metadata": {"name": f"netval-{kind}"}}
@@ -496,11 +582,28 @@ def main():
         where, _ = KINDS[kind]
         body = new_object(kind, spec)
         status, answer = call("POST", where + "?dryRun=All", expand(body))
-        exchanges.append({"op": "create", "kind": kind, "case": case, "body": body, "answer": kept(status, answer)})
-    kind, case, meta, spec = ANNOTATED
-    body = new_object(kind, spec, meta)
-    status, answer = call("POST", KINDS[kind][0] + "?dryRun=All", body)
-    exchanges.append({"op": "create", "kind": kind, "case": case, "body": body, "answer": kept(status, answer)})
+        exchanges.append(
+            {
+                "op": "create",
+                "kind": kind,
+                "case": case,
+                "body": body,
+                "answer": kept(status, answer),
+            }
+        )
+    for case, annotation, name in ANNOTATED:
+        meta = {"annotations": {"kubernetes.io/ingress.class": annotation}}
+        body = new_object("ingresses", {**rules(PATH), "ingressClassName": name}, meta)
+        status, answer = call("POST", KINDS["ingresses"][0] + "?dryRun=All", body)
+        exchanges.append(
+            {
+                "op": "create",
+                "kind": "ingresses",
+                "case": case,
+                "body": body,
+                "answer": kept(status, answer),
+            }
+        )
     for kind, case, patch in UPDATES:
         where, _ = KINDS[kind]
         status, answer = call(
@@ -522,7 +625,9 @@ def main():
         "objects": objects,
         "exchanges": exchanges,
     }
-    target = Path(__file__).parent.parent / "tests/data/real-apiserver-1.20/networking-validation.json"
+    target = (
+        Path(__file__).parent.parent / "tests/data/real-apiserver-1.20/networking-validation.json"
+    )
     target.write_text(json.dumps(out, indent=1) + "\n")
     print(f"{len(exchanges)} exchanges -> {target}")
 

@@ -241,11 +241,9 @@ def _with_rv(obj: JSONDict, rv: int) -> JSONDict:
 
 
 def _invalid(kind: str, name: str, errors: list[FieldError], group: str = "") -> Invalid:
-    text = (
-        errors[0].message()
-        if len(errors) == 1
-        else "[" + ", ".join(e.message() for e in errors) + "]"
-    )
+    # (a message once, as Go's ErrorList.ToAggregate keeps it; the causes all)
+    messages = list(dict.fromkeys(e.message() for e in errors))
+    text = messages[0] if len(messages) == 1 else "[" + ", ".join(messages) + "]"
     # kube-apiserver names the kind qualified by its group (``Deployment.apps``).
     qualified = f"{kind}.{group}" if group else kind
     return Invalid(
