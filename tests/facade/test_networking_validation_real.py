@@ -236,3 +236,87 @@ def test_networking_rules_as_recorded(server: KubeAPIServer, exchange: dict[str,
 def test_every_difference_is_a_recorded_case() -> None:
     recorded = {(e["kind"], e["op"], e["case"]) for e in RECORDED["exchanges"]}
     assert set(DIFFERENCES) <= recorded
+
+
+def _loaded_ingress(spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "Ingress",
+        "metadata": {"name": "netval-loaded", "namespace": NS},
+        "spec": spec,
+    }
+
+
+_BAD_SECRET = {
+    "rules": [{"host": "a.example.com"}],
+    "tls": [{"hosts": ["a.example.com"], "secretName": "Bad_Secret"}],
+}
+_BAD_WILDCARD_RULE = {
+    "rules": [
+        {
+            "host": "*.example.com",
+            "http": {"paths": [{"path": "api", "pathType": "Prefix", "backend": {}}]},
+        }
+    ]
+}
+
+
+@pytest.mark.parametrize("spec", [_BAD_SECRET, _BAD_WILDCARD_RULE], ids=["secret", "wildcard"])
+def test_an_ingress_stored_with_what_1_30_lets_stay_can_be_updated(spec: dict[str, Any]) -> None:
+    """An Ingress stored before its TLS secret names or its wildcard rules were checked
+    (loaded here) keeps them through an update (1.30 ValidateIngressUpdate's
+    allowInvalidSecretName / allowInvalidWildcardHostRule); a new one is refused."""
+    store = InMemoryStore()
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}
+    store.load_objects([namespace, _loaded_ingress(spec)])
+    with run_in_thread(store) as running:
+        path = PATHS["ingresses"]
+        patch = {"metadata": {"labels": {"touched": "yes"}}, "spec": {"ingressClassName": "x"}}
+        status, _, answer = send(
+            running,
+            "PATCH",
+            f"{path}/netval-loaded",
+            json.dumps(patch),
+            "application/merge-patch+json",
+        )
+        assert status == 200, answer
+        fresh = _loaded_ingress(spec)
+        fresh["metadata"]["name"] = "netval-fresh"
+        status, _, answer = send(running, "POST", path, json.dumps(fresh))
+        assert status == 422, answer
+
+
+def test_a_network_policy_with_bad_selector_values_stored_can_be_updated() -> None:
+    """A NetworkPolicy whose stored pod selector has an expression value that is no label
+    value (stored before 1.27 checked them) may be updated with such values (1.30
+    ValidationOptionsForNetworking); a new one may not."""
+    policy = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "netval-loaded", "namespace": NS},
+        "spec": {
+            "podSelector": {
+                "matchExpressions": [{"key": "app", "operator": "In", "values": ["a b"]}]
+            }
+        },
+    }
+    store = InMemoryStore()
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}
+    store.load_objects([namespace, copy.deepcopy(policy)])
+    with run_in_thread(store) as running:
+        path = PATHS["networkpolicies"]
+        patch = {"spec": {"policyTypes": ["Ingress", "Egress"]}}
+        status, _, answer = send(
+            running,
+            "PATCH",
+            f"{path}/netval-loaded",
+            json.dumps(patch),
+            "application/merge-patch+json",
+        )
+        assert status == 200, answer
+        policy["metadata"]["name"] = "netval-fresh"
+        status, _, answer = send(running, "POST", path, json.dumps(policy))
+        assert status == 422, answer
+        assert answer["details"]["causes"][0]["field"] == (
+            "spec.podSelector.matchExpressions[0].values[0]"
+        )
