@@ -42,7 +42,17 @@ from typing import Any, Final
 
 from ownergc.protocols import JSONDict
 
-from ._core_validation import _dns_label, _dns_subdomain, _parse_ip, _port_number
+from ._core_validation import (
+    _IPV4_SLOPPY,
+    _dict,
+    _dns_label,
+    _dns_subdomain,
+    _is_int,
+    _list,
+    _parse_ip,
+    _port_number,
+    _supported,
+)
 from ._selectors import label_selector_errors
 from ._validation import FieldError, GoValue, port_name_errors
 from ._workload_validation import _path_segment_errors
@@ -66,7 +76,6 @@ _CLASS_ANNOTATION: Final = "kubernetes.io/ingress.class"
 _DNS1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 _WILDCARD = re.compile(r"\*\.[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _HTTP_PATH = re.compile(r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+")
-_IPV4 = re.compile(r"(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})")
 
 _DNS1035_RULE: Final = (
     "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start "
@@ -85,24 +94,8 @@ _HTTP_PATH_RULE: Final = (
 _DOMAIN_PREFIXED: Final = 'must be a domain-prefixed path (such as "acme.io/foo")'
 
 
-def _dict(value: Any) -> JSONDict:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _str(value: Any) -> str:
     return value if isinstance(value, str) else ""
-
-
-def _supported(values: tuple[str, ...]) -> str:
-    return "supported values: " + ", ".join(f'"{v}"' for v in values)
 
 
 def _invalid(where: str, value: Any, whys: list[str]) -> list[FieldError]:
@@ -139,7 +132,7 @@ def _cidr(text: Any) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
     address, _, bits = text.partition("/")
     if not bits.isdigit():
         return None
-    match = _IPV4.fullmatch(address)
+    match = _IPV4_SLOPPY.fullmatch(address)
     try:
         if match:
             parts = [int(p) for p in match.groups()]
