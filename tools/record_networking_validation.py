@@ -208,6 +208,18 @@ CREATES = [
         "tls without secretName",
         {**rules(PATH), "tls": [{"hosts": ["netval.example.com"]}]},
     ),
+    ("ingresses", "Prefix path with /../", rules(path(path="/a/../b"))),
+    ("ingresses", "path with %2f", rules(path(path="/a%2fb"))),
+    (
+        "ingresses",
+        "tls host an IP address",
+        {**rules(PATH), "tls": [{"hosts": ["10.1.2.3"], "secretName": "tls"}]},
+    ),
+    (
+        "ingresses",
+        "defaultBackend resource without name",
+        {"defaultBackend": {"resource": {"kind": "Bucket"}}},
+    ),
     ("ingresses", "ingressClassName invalid", {**rules(PATH), "ingressClassName": "Nginx_Class"}),
     (
         "ingresses",
@@ -448,6 +460,27 @@ CREATES = [
                     ]
                 }
             ],
+        },
+    ),
+    (
+        "networkpolicies",
+        "protocol empty",
+        {"podSelector": {}, "ingress": [{"ports": [{"protocol": "", "port": 80}]}]},
+    ),
+    (
+        "networkpolicies",
+        "ipBlock IPv6 except in IPv4 cidr",
+        {
+            "podSelector": {},
+            "egress": [{"to": [{"ipBlock": {"cidr": "10.0.0.0/8", "except": ["fd00::/64"]}}]}],
+        },
+    ),
+    (
+        "networkpolicies",
+        "ipBlock with namespaceSelector and bad cidr",
+        {
+            "podSelector": {},
+            "ingress": [{"from": [{"ipBlock": {"cidr": "10.0.0.0/40"}, "namespaceSelector": {}}]}],
         },
     ),
     ("networkpolicies", "policyTypes bogus", {"podSelector": {}, "policyTypes": ["Inbound"]}),
