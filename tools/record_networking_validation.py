@@ -540,6 +540,11 @@ UPDATES = [
         },
     ),
     (
+        "ingresses",
+        "valid pathType Exact",
+        {"spec": {"rules": rules(path(pathType="Exact"))["rules"]}},
+    ),
+    (
         "ingressclasses",
         "valid parameters added",
         {"spec": {"parameters": {"kind": "K", "name": "n"}}},
