@@ -320,3 +320,26 @@ def test_a_network_policy_with_bad_selector_values_stored_can_be_updated() -> No
         assert answer["details"]["causes"][0]["field"] == (
             "spec.podSelector.matchExpressions[0].values[0]"
         )
+
+
+def test_a_loaded_invalid_object_keeps_its_metadata_writable() -> None:
+    """``serve --load`` does not validate; an update that leaves the spec as stored (a
+    label, the garbage collector's owner references) is not refused for the spec."""
+    policy = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "netval-loaded", "namespace": NS},
+        "spec": {"podSelector": {}, "policyTypes": ["Sideways"]},
+    }
+    store = InMemoryStore()
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}
+    store.load_objects([namespace, policy])
+    with run_in_thread(store) as running:
+        where = f"{PATHS['networkpolicies']}/netval-loaded"
+        label = {"metadata": {"labels": {"touched": "yes"}}}
+        merge = "application/merge-patch+json"
+        status, _, answer = send(running, "PATCH", where, json.dumps(label), merge)
+        assert status == 200, answer
+        spec = {"spec": {"policyTypes": ["Sideways", "Egress"]}}
+        status, _, answer = send(running, "PATCH", where, json.dumps(spec), merge)
+        assert status == 422, answer
