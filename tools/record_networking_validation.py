@@ -567,6 +567,35 @@ UPDATES = [
     ),
 ]
 
+#: (case, merge patch of the stored Ingress's status, through /status)
+STATUS_UPDATES = [
+    (
+        "valid",
+        {
+            "status": {
+                "loadBalancer": {"ingress": [{"ip": "10.0.0.1"}, {"hostname": "lb.example.com"}]}
+            }
+        },
+    ),
+    ("ip not an IP", {"status": {"loadBalancer": {"ingress": [{"ip": "lb.example.com"}]}}}),
+    ("hostname an IP", {"status": {"loadBalancer": {"ingress": [{"hostname": "10.0.0.1"}]}}}),
+    (
+        "hostname not a DNS name",
+        {"status": {"loadBalancer": {"ingress": [{"hostname": "Bad_Host"}]}}},
+    ),
+    (
+        "second entry bad ip and hostname",
+        {
+            "status": {
+                "loadBalancer": {
+                    "ingress": [{"ip": "10.0.0.1"}, {"ip": "10.0.0.256", "hostname": "-x"}]
+                }
+            }
+        },
+    ),
+]
+
+
 #: Creates with the ``kubernetes.io/ingress.class`` annotation and ``ingressClassName``
 #: (a rule of creates only): (case, annotation, class name).
 ANNOTATED = [
@@ -653,6 +682,19 @@ def main():
                 "kind": kind,
                 "case": case,
                 "name": f"netval-{kind}",
+                "patch": patch,
+                "answer": kept(status, answer),
+            }
+        )
+    for case, patch in STATUS_UPDATES:
+        where = f"{KINDS['ingresses'][0]}/netval-ingresses/status?dryRun=All"
+        status, answer = call("PATCH", where, patch, "application/merge-patch+json")
+        exchanges.append(
+            {
+                "op": "status",
+                "kind": "ingresses",
+                "case": case,
+                "name": "netval-ingresses",
                 "patch": patch,
                 "answer": kept(status, answer),
             }

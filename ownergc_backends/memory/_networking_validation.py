@@ -309,6 +309,25 @@ def _ingress_update(body: JSONDict, old: JSONDict) -> list[FieldError]:
     return _ingress_spec(_dict(body.get("spec")), allow_secret, allow_wildcard)
 
 
+def _ingress_status(body: JSONDict) -> list[FieldError]:
+    """An Ingress's load balancer status, as a write through ``/status`` is checked: each
+    point's ip an IP address, its hostname a DNS name that is no IP address."""
+    errors: list[FieldError] = []
+    points = _list(_dict(_dict(body.get("status")).get("loadBalancer")).get("ingress"))
+    for i, point in enumerate(points):
+        point, where = _dict(point), f"status.loadBalancer.ingress[{i}]"
+        ip, hostname = _str(point.get("ip")), _str(point.get("hostname"))
+        if ip and _parse_ip(ip) is None:
+            why = "must be a valid IP address"
+            errors.append(FieldError(f"{where}.ip", "FieldValueInvalid", why, ip))
+        if hostname:
+            errors += _dns_subdomain(hostname, f"{where}.hostname")
+            if _parse_ip(hostname) is not None:
+                why = "must be a DNS name, not an IP address"
+                errors.append(FieldError(f"{where}.hostname", "FieldValueInvalid", why, hostname))
+    return errors
+
+
 # -- IngressClass --------------------------------------------------------------------
 
 
@@ -516,10 +535,15 @@ def networking_errors(group: str, resource: str, body: Any) -> list[FieldError]:
 
 
 def networking_update_errors(
-    group: str, resource: str, body: Any, existing: Any
+    group: str, resource: str, body: Any, existing: Any, subresource: str | None = None
 ) -> list[FieldError]:
     """The spec problems of an update of an Ingress, IngressClass or NetworkPolicy from
-    ``existing`` to ``body`` (none for other kinds, none when the spec is unchanged)."""
+    ``existing`` to ``body`` (none for other kinds, none when the spec is unchanged);
+    through ``/status`` (``subresource``), an Ingress's status problems."""
+    if subresource is not None:
+        if (group, resource, subresource) == (_GROUP, "ingresses", "status"):
+            return _ingress_status(body) if isinstance(body, dict) else []
+        return []
     rule = _UPDATE.get(resource) if group == _GROUP else None
     if rule is None or not isinstance(body, dict) or not isinstance(existing, dict):
         return []

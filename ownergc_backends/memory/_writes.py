@@ -515,8 +515,7 @@ class WriteRules:
         if subresource != "status":  # (a status write keeps the stored spec)
             errors += selector_update_errors(spec.group, spec.resource, body, existing)
         errors += pod_spec_update_errors(spec.group, spec.resource, body, existing, subresource)
-        if subresource is None:
-            errors += networking_update_errors(spec.group, spec.resource, body, existing)
+        errors += networking_update_errors(spec.group, spec.resource, body, existing, subresource)
         if (spec.group, spec.resource) == _PRIORITY_CLASSES:
             errors += priority_class_errors(body) + priority_class_update_errors(body, existing)
         if (spec.group, spec.resource) == _RESOURCE_QUOTAS:

@@ -4,7 +4,8 @@
 tests/data/real-apiserver-1.20/networking-validation.json holds what a real
 kube-apiserver 1.20.2 answered (tools/record_networking_validation.py): creates with
 ``dryRun=All`` of invalid (and some valid) networking.k8s.io/v1 objects, and
-merge-patch updates with ``dryRun=All`` of stored ones. Each is sent to serve's facade
+merge-patch updates with ``dryRun=All`` of stored ones (an Ingress's status too,
+through ``/status``). Each is sent to serve's facade
 and the answer compared: the status, and for a refusal its reason, message and
 causes, in order.
 
@@ -167,7 +168,7 @@ def _cause(error: str) -> dict[str, str]:
 
 def _expected_1_30(exchange: dict[str, Any], errors: list[str] | None) -> dict[str, Any]:
     if errors is None:
-        return {"status": 201 if exchange["op"] == "create" else 200}
+        return {"status": 201 if exchange["op"] == "create" else 200}  # (an update's: 200)
     kind, group = KINDS[exchange["kind"]]
     name = exchange.get("name", f"netval-{exchange['kind']}-new")
     listed = errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
@@ -217,10 +218,11 @@ def test_networking_rules_as_recorded(server: KubeAPIServer, exchange: dict[str,
             server, "POST", PATHS[kind] + "?dryRun=All", json.dumps(expand(body))
         )
     else:
+        status_path = "/status" if exchange["op"] == "status" else ""
         status, _, answer = send(
             server,
             "PATCH",
-            f"{PATHS[kind]}/{exchange['name']}?dryRun=All",
+            f"{PATHS[kind]}/{exchange['name']}{status_path}?dryRun=All",
             json.dumps(expand(exchange["patch"])),
             "application/merge-patch+json",
         )
