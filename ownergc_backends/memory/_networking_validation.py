@@ -27,6 +27,13 @@ is checked:
   object, once for the update): its causes come twice, its message once (Go's
   ``ErrorList.ToAggregate`` drops repeated messages; :func:`._objects._invalid`
   does too).
+* An Ingress's status written through ``/status``: each load balancer point's ip an
+  IP address, its hostname a DNS name that is no IP address.
+
+An update that leaves the spec as stored is not checked (an object loaded with
+``serve --load`` stays writable). Not done: the warnings 1.30 adds to some writes (the
+deprecated class annotation), an updated NetworkPolicy's metadata problems (1.30
+reports them twice too; serve once).
 
 An Ingress's or a NetworkPolicy's refusal is named ``Ingress.extensions`` /
 ``NetworkPolicy.extensions``: the internal types are registered first in the
