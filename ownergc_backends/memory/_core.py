@@ -16,6 +16,7 @@ from ownergc.errors import (
 from ownergc.protocols import JSONDict
 
 from ._conversion import CONVERTED, from_storage
+from ._networking_validation import ERROR_GROUPS
 from ._objects import (
     _PARTIAL_API_VERSION,
     _PARTIAL_KIND,
@@ -114,7 +115,10 @@ def conflict(bucket: _Storage, name: str, why: str) -> Conflict:
 
 
 def invalid(bucket: _Storage, name: str, errors: list[FieldError]) -> Invalid:
-    return _invalid(bucket.spec.kind, name, errors, bucket.spec.group)
+    spec = bucket.spec
+    # (an Ingress's and a NetworkPolicy's refusals are qualified by ``extensions``)
+    group = ERROR_GROUPS.get((spec.group, spec.kind), spec.group)
+    return _invalid(spec.kind, name, errors, group)
 
 
 def json_value(value: Any, what: str) -> Any:

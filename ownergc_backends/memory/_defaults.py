@@ -700,7 +700,8 @@ def _network_policy(obj: JSONDict, spec: JSONDict, version: str) -> None:
     for direction in ("ingress", "egress"):
         for rule in _objects(spec, direction):
             for port in _objects(rule, "ports"):
-                _default(port, "protocol", "TCP")
+                if port.get("protocol") is None:  # (a pointer: "" is kept, and refused)
+                    port["protocol"] = "TCP"
     if not spec.get("policyTypes"):
         types = ["Ingress"]
         if spec.get("egress"):

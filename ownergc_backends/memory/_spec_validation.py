@@ -2,9 +2,8 @@
 validates them (a 422 of :class:`FieldError` entries, with the metadata's).
 
 Which selectors: a workload's ``spec.selector`` (Deployment, ReplicaSet, DaemonSet,
-StatefulSet, Job; a ReplicationController's plain map), a PodDisruptionBudget's, a
-NetworkPolicy's ``podSelector`` and its peers' ``podSelector`` / ``namespaceSelector``,
-and an admission webhook's ``namespaceSelector`` / ``objectSelector``. Each is checked by
+StatefulSet, Job; a ReplicationController's plain map), a PodDisruptionBudget's and an
+admission webhook's ``namespaceSelector`` / ``objectSelector``. Each is checked by
 :func:`~._selectors.label_selector_errors`; a workload with a pod template (one with
 containers) also needs one (but for a DaemonSet), not empty, that selects the
 template's labels. A workload without (a skeleton, which kube-apiserver would refuse
@@ -192,22 +191,6 @@ def _budget(obj: JSONDict, allow: bool) -> list[FieldError]:
     return _at("spec.selector", _dict(obj.get("spec")).get("selector"), allow)
 
 
-def _peers(spec: JSONDict) -> Iterator[tuple[str, Any]]:
-    """A NetworkPolicy's selectors, where each is, in the order they are checked."""
-    yield "spec.podSelector", spec.get("podSelector")
-    for direction, peers_key in (("ingress", "from"), ("egress", "to")):
-        rules = spec.get(direction)
-        for i, rule in enumerate(rules if isinstance(rules, list) else []):
-            peers = _dict(rule).get(peers_key)
-            for j, peer in enumerate(peers if isinstance(peers, list) else []):
-                for key in ("podSelector", "namespaceSelector"):
-                    yield f"spec.{direction}[{i}].{peers_key}[{j}].{key}", _dict(peer).get(key)
-
-
-def _network_policy(obj: JSONDict, allow: bool) -> list[FieldError]:
-    return [e for where, s in _peers(_dict(obj.get("spec"))) for e in _at(where, s, allow)]
-
-
 def _hook_selectors(obj: JSONDict) -> Iterator[tuple[str, Any]]:
     hooks = obj.get("webhooks")
     for i, hook in enumerate(hooks if isinstance(hooks, list) else []):
@@ -235,7 +218,6 @@ _RULES: Final[dict[tuple[str, str], Callable[[JSONDict, bool], list[FieldError]]
     ("", "replicationcontrollers"): _and_template_labels(_replication_controller),
     ("batch", "jobs"): _job,
     ("policy", "poddisruptionbudgets"): _budget,
-    ("networking.k8s.io", "networkpolicies"): _network_policy,
     ("admissionregistration.k8s.io", "validatingwebhookconfigurations"): _webhook_configuration,
     ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"): _webhook_configuration,
 }
@@ -264,9 +246,7 @@ def selector_errors(group: str, resource: str, obj: JSONDict) -> list[FieldError
 
 def _selectors_of(obj: JSONDict) -> list[Any]:
     spec = _dict(obj.get("spec"))
-    return (
-        [spec.get("selector")] + [s for _, s in _peers(spec)] + [s for _, s in _hook_selectors(obj)]
-    )
+    return [spec.get("selector")] + [s for _, s in _hook_selectors(obj)]
 
 
 def selector_update_errors(

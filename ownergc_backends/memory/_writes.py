@@ -76,6 +76,7 @@ from ._fieldmanager.schema import version_schema
 from ._flowschemas import FLOWCONTROL, level_named, with_dangling
 from ._generation import generation_rule
 from ._limitrange_validation import limit_range_errors
+from ._networking_validation import networking_errors, networking_update_errors
 from ._objects import (
     _GENERATE_NAME_ALPHABET,
     IMMORTAL_NAMESPACES,
@@ -363,6 +364,7 @@ class WriteRules:
             if (spec.group, spec.resource) != ("batch", "jobs"):  # (a Job's: once generated)
                 errors += selector_errors(spec.group, spec.resource, body)
             errors += pod_spec_errors(spec.group, spec.resource, body)  # (after the selector's)
+            errors += networking_errors(spec.group, spec.resource, body)
             if (spec.group, spec.resource) == _PRIORITY_CLASSES:
                 errors += priority_class_errors(body)
             if (spec.group, spec.resource) == _RESOURCE_QUOTAS:
@@ -583,6 +585,7 @@ class WriteRules:
         if subresource != "status":  # (a status write keeps the stored spec)
             errors += selector_update_errors(spec.group, spec.resource, body, existing)
         errors += pod_spec_update_errors(spec.group, spec.resource, body, existing, subresource)
+        errors += networking_update_errors(spec.group, spec.resource, body, existing, subresource)
         if (spec.group, spec.resource) == _PRIORITY_CLASSES:
             errors += priority_class_errors(body) + priority_class_update_errors(body, existing)
         if (spec.group, spec.resource) == _RESOURCE_QUOTAS:

@@ -302,7 +302,8 @@ def test_workload_validation_as_recorded(server: KubeAPIServer, exchange: dict[s
     causes = [_normal(f"{c['field']}: {c['message']}") for c in answer["details"]["causes"]]
     assert causes == expected
     # the message lists the same errors after "<Kind> "<name>" is invalid: ", each once
-    # (as kube-apiserver's ErrorList.ToAggregate: a Job's update repeats its causes)
+    # (as Go's ErrorList.ToAggregate lists them: a repeated cause, as an HPA's metric type
+    # is repeated, is in the message once)
     head, _, listed = answer["message"].partition(" is invalid: ")
     if "message" in recorded:
         assert head == recorded["message"].split(" is invalid: ", 1)[0]
