@@ -32,7 +32,7 @@ from ._validation import (
     supported_values,
 )
 
-__all__ = ["pod_scheduling_errors", "scheduling_gate_update_errors"]
+__all__ = ["node_selector_errors", "pod_scheduling_errors", "scheduling_gate_update_errors"]
 
 _INVALID: Final = "FieldValueInvalid"
 _REQUIRED: Final = "FieldValueRequired"
@@ -397,6 +397,20 @@ def _node_term_errors(term: dict[str, Any], path: str) -> list[FieldError]:
     return errors
 
 
+def node_selector_errors(selector: dict[str, Any], path: str) -> list[FieldError]:
+    """A NodeSelector's problems (a Pod's required node affinity, a PersistentVolume's
+    node affinity): at least one term; each term's expressions (operators and their
+    values, keys label names) and fields (``metadata.name``, one node name)."""
+    where = f"{path}.nodeSelectorTerms"
+    terms = _list(selector.get("nodeSelectorTerms"))
+    errors = (
+        [] if terms else [FieldError(where, _REQUIRED, "must have at least one node selector term")]
+    )
+    for index, term in _dicts(terms):
+        errors += _node_term_errors(term, f"{where}[{index}]")
+    return errors
+
+
 def _weight_errors(weight: Any, path: str) -> list[FieldError]:
     number = _int(weight) or 0
     return [] if 1 <= number <= 100 else [FieldError(path, _INVALID, _WEIGHT_RANGE, number)]
@@ -406,13 +420,9 @@ def _node_affinity_errors(affinity: dict[str, Any], path: str) -> list[FieldErro
     errors: list[FieldError] = []
     required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
     if isinstance(required, dict):
-        where = f"{path}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
-        terms = _list(required.get("nodeSelectorTerms"))
-        if not terms:
-            why = "must have at least one node selector term"
-            errors.append(FieldError(where, _REQUIRED, why))
-        for index, term in _dicts(terms):
-            errors += _node_term_errors(term, f"{where}[{index}]")
+        errors += node_selector_errors(
+            required, f"{path}.requiredDuringSchedulingIgnoredDuringExecution"
+        )
     where = f"{path}.preferredDuringSchedulingIgnoredDuringExecution"
     for index, preferred in _dicts(affinity.get("preferredDuringSchedulingIgnoredDuringExecution")):
         errors += _weight_errors(preferred.get("weight"), f"{where}[{index}].weight")

@@ -41,6 +41,7 @@ from ownergc.protocols import JSONDict
 
 from ._defaults import quantity_value
 from ._patch import json_equal
+from ._podspec_scheduling import node_selector_errors
 from ._podspec_validation import (
     _DUPLICATE,
     _FORBIDDEN,
@@ -298,77 +299,6 @@ def _claim_update_errors(new: JSONDict, old: JSONDict) -> list[FieldError]:
 
 
 # -- PersistentVolume ------------------------------------------------------------------
-
-
-def _node_requirement_errors(requirement: JSONDict, path: str) -> list[FieldError]:
-    operator = requirement.get("operator")
-    values = _list(requirement.get("values"))
-    errors = []
-    if operator in ("In", "NotIn"):
-        if not values:
-            detail = "must be specified when `operator` is 'In' or 'NotIn'"
-            errors.append(FieldError(f"{path}.values", _REQUIRED, detail))
-    elif operator in ("Exists", "DoesNotExist"):
-        if values:
-            detail = "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
-            errors.append(FieldError(f"{path}.values", _FORBIDDEN, detail))
-    elif operator in ("Gt", "Lt"):
-        if len(values) != 1:
-            detail = "must be specified single value when `operator` is 'Lt' or 'Gt'"
-            errors.append(FieldError(f"{path}.values", _REQUIRED, detail))
-    else:
-        errors.append(
-            FieldError(f"{path}.operator", _INVALID, "not a valid selector operator", operator)
-        )
-    key = _str(requirement.get("key"))
-    errors += [FieldError(f"{path}.key", _INVALID, m, key) for m in qualified_name_errors(key)]
-    return errors
-
-
-def node_selector_errors(selector: JSONDict, path: str) -> list[FieldError]:
-    """A NodeSelector's problems: at least one term, each expression's operator and
-    values agreeing, its key a label name. (The terms' ``matchFields`` are not checked.)"""
-    terms = _list(selector.get("nodeSelectorTerms"))
-    where = f"{path}.nodeSelectorTerms"
-    if not terms:
-        return [FieldError(where, _REQUIRED, "must have at least one node selector term")]
-    errors = []
-    for i, term in enumerate(terms):
-        for j, requirement in enumerate(_list(_dict(term).get("matchExpressions"))):
-            errors += _node_requirement_errors(
-                _dict(requirement), f"{where}[{i}].matchExpressions[{j}]"
-            )
-        for j, requirement in enumerate(_list(_dict(term).get("matchFields"))):
-            errors += _node_field_errors(_dict(requirement), f"{where}[{i}].matchFields[{j}]")
-    return errors
-
-
-def _node_field_errors(requirement: JSONDict, path: str) -> list[FieldError]:
-    """A node selector term's field requirement: ``metadata.name`` In or NotIn one node
-    name."""
-    operator = requirement.get("operator")
-    values = _list(requirement.get("values"))
-    errors = []
-    if operator in ("In", "NotIn"):
-        if len(values) != 1:
-            detail = (
-                "must be only one value when `operator` is 'In' or 'NotIn' for node field selector"
-            )
-            errors.append(FieldError(f"{path}.values", _REQUIRED, detail))
-    else:
-        errors.append(
-            FieldError(f"{path}.operator", _INVALID, "not a valid selector operator", operator)
-        )
-    key = requirement.get("key")
-    if key != "metadata.name":
-        errors.append(FieldError(f"{path}.key", _INVALID, "not a valid field selector key", key))
-    else:
-        for i, value in enumerate(values):
-            errors += [
-                FieldError(f"{path}.values[{i}]", _INVALID, m, value)
-                for m in dns1123_subdomain_errors(_str(value))
-            ]
-    return errors
 
 
 def _no_backsteps(target: str, field: str) -> list[FieldError]:
