@@ -40,6 +40,9 @@ __all__ = [
     "Uint",
     "Unsupported",
     "compile_rule",
+    "optional_none",
+    "parse_duration",
+    "parse_timestamp",
 ]
 
 _INT_MIN: Final = -(2**63)
@@ -129,6 +132,11 @@ class Optional:
 _EMPTY: Final = object()
 
 
+def optional_none() -> Optional:
+    """``optional.none()``."""
+    return Optional(_EMPTY)
+
+
 # -- lexing ---------------------------------------------------------------------------
 
 _TOKEN = re.compile(
@@ -144,8 +152,25 @@ _TOKEN = re.compile(
     re.VERBOSE,
 )
 _RESERVED: Final = frozenset(
-    "as break const continue else for function if import let loop package namespace "
-    "return var void while".split()
+    [
+        "as",
+        "break",
+        "const",
+        "continue",
+        "else",
+        "for",
+        "function",
+        "if",
+        "import",
+        "let",
+        "loop",
+        "package",
+        "namespace",
+        "return",
+        "var",
+        "void",
+        "while",
+    ]
 )
 _SIMPLE_ESCAPES: Final = {
     "a": "\a",
@@ -499,9 +524,9 @@ def _uses(tree: Any, name: str) -> bool:
     if tree[0] == "lit":
         return False
     if tree[0] == "macro":
-        if _uses(tree[2], name):
-            return False if tree[3] == name else True
-        return tree[3] != name and _uses(tree[4], name)
+        if _uses(tree[2], name):  # (the target is read outside the macro's scope)
+            return True
+        return bool(tree[3] != name and _uses(tree[4], name))
     return any(_uses(t, name) for t in tree[1:])
 
 
@@ -600,7 +625,7 @@ def _numeric_compare(a: Any, b: Any) -> int:
         if math.isnan(x) or math.isnan(y):
             raise CelError("NaN values cannot be ordered")
         return (x > y) - (x < y)
-    return (a > b) - (a < b)
+    return int((a > b) - (a < b))
 
 
 def _equal(a: Any, b: Any) -> bool:
@@ -812,7 +837,7 @@ def _iterate(value: Any) -> Iterator[Any]:
     raise Unsupported("comprehension over a non-list")
 
 
-def _eval(tree: Any, env: dict[str, Any]) -> Any:  # noqa: C901 - one dispatch
+def _eval(tree: Any, env: dict[str, Any]) -> Any:
     kind = tree[0]
     if kind == "lit":
         return tree[1]
@@ -899,7 +924,7 @@ def _eval(tree: Any, env: dict[str, Any]) -> Any:  # noqa: C901 - one dispatch
         out: dict[Any, Any] = {}
         for key_tree, value_tree, optional in tree[1]:
             key = _eval(key_tree, env)
-            if isinstance(key, float) or isinstance(key, (list, dict, bytes)) or key is None:
+            if isinstance(key, (float, list, dict, bytes)) or key is None:
                 raise CelError(f"unsupported key type: {_type_name(key)}")
             value = _eval(value_tree, env)
             if optional:
@@ -1095,7 +1120,7 @@ def _to_bool(value: Any) -> bool:
             return True
         if value in ("0", "f", "false", "FALSE", "False", "F"):
             return False
-        raise CelError(f"type conversion error from 'string' to 'bool'")
+        raise CelError("type conversion error from 'string' to 'bool'")
     raise _overload("bool")
 
 
@@ -1148,7 +1173,11 @@ def parse_timestamp(text: str) -> Timestamp:
         raise CelError(f'cannot parse "{text}" as a timestamp')
     try:
         moment = datetime.datetime(
-            int(found[1]), int(found[2]), int(found[3]), int(found[4]), int(found[5]),
+            int(found[1]),
+            int(found[2]),
+            int(found[3]),
+            int(found[4]),
+            int(found[5]),
             int(found[6]),
         )
     except ValueError:
@@ -1227,7 +1256,7 @@ def _split(text: str, sep: str, limit: int = -1) -> list[str]:
     if sep == "":
         chars = list(text)
         if limit > 0 and len(chars) > limit:
-            return chars[: limit - 1] + ["".join(chars[limit - 1 :])]
+            return [*chars[: limit - 1], "".join(chars[limit - 1 :])]
         return chars
     if limit < 0:
         return text.split(sep)
@@ -1242,7 +1271,7 @@ def _replace(text: str, old: str, new: str, limit: int = -1) -> str:
         pieces = list(text)
         out = []
         count = 0
-        for piece in pieces + [""]:
+        for piece in [*pieces, ""]:
             if limit < 0 or count < limit:
                 out.append(new)
                 count += 1
@@ -1254,9 +1283,31 @@ def _replace(text: str, old: str, new: str, limit: int = -1) -> str:
 _TRIM_SPACE: Final = "".join(
     chr(c)
     for c in (
-        0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x20, 0x85, 0xA0, 0x1680, 0x2000, 0x2001, 0x2002,
-        0x2003, 0x2004, 0x2005, 0x2006, 0x2007, 0x2008, 0x2009, 0x200A, 0x2028, 0x2029,
-        0x202F, 0x205F, 0x3000,
+        0x09,
+        0x0A,
+        0x0B,
+        0x0C,
+        0x0D,
+        0x20,
+        0x85,
+        0xA0,
+        0x1680,
+        0x2000,
+        0x2001,
+        0x2002,
+        0x2003,
+        0x2004,
+        0x2005,
+        0x2006,
+        0x2007,
+        0x2008,
+        0x2009,
+        0x200A,
+        0x2028,
+        0x2029,
+        0x202F,
+        0x205F,
+        0x3000,
     )
 )
 
@@ -1376,7 +1427,7 @@ def _optional_method(name: str, target: Optional, args: list[Any]) -> Any:
     raise Unsupported(name)
 
 
-def _method(name: str, target: Any, args: list[Any]) -> Any:  # noqa: C901 - one table
+def _method(name: str, target: Any, args: list[Any]) -> Any:
     n = len(args)
     if isinstance(target, Optional):
         return _optional_method(name, target, args)
@@ -1473,7 +1524,7 @@ def _method(name: str, target: Any, args: list[Any]) -> Any:  # noqa: C901 - one
     raise Unsupported(name)
 
 
-def _function(name: str, args: list[Any]) -> Any:  # noqa: C901 - one table
+def _function(name: str, args: list[Any]) -> Any:
     n = len(args)
     if n == 1:
         value = args[0]
