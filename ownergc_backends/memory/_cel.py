@@ -32,14 +32,17 @@ from typing import Any, Final
 
 __all__ = [
     "CelError",
+    "CelType",
     "Duration",
     "Object",
+    "ObjectList",
     "Optional",
     "Program",
     "Timestamp",
     "Uint",
     "Unsupported",
     "compile_rule",
+    "escape_name",
     "optional_none",
     "parse_duration",
     "parse_timestamp",
@@ -132,9 +135,69 @@ class Optional:
 _EMPTY: Final = object()
 
 
+class CelType:
+    """A CEL type as a value (``type(x)``, ``int``, ``google.protobuf.Duration``)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CelType) and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash(("type", self.name))
+
+
+#: The type names a rule may write as values.
+_TYPE_NAMES: Final = frozenset(
+    {
+        "int",
+        "uint",
+        "double",
+        "bool",
+        "string",
+        "bytes",
+        "list",
+        "map",
+        "null_type",
+        "type",
+        "google.protobuf.Duration",
+        "google.protobuf.Timestamp",
+    }
+)
+
+
+class ObjectList(list[Any]):
+    """A list taken from the object (its index errors are worded as Kubernetes'
+    unstructured list words them)."""
+
+    __slots__ = ()
+
+
 def optional_none() -> Optional:
     """``optional.none()``."""
     return Optional(_EMPTY)
+
+
+_CEL_RESERVED: Final = frozenset(
+    {"true", "false", "null", "in", "as", "break", "const", "continue", "else", "for"}
+    | {"function", "if", "import", "let", "loop", "package", "namespace", "return"}
+    | {"var", "void", "while"}
+)
+_ESCAPES: Final = {"__": "__underscores__", ".": "__dot__", "-": "__dash__", "/": "__slash__"}
+
+
+def escape_name(name: str) -> str | None:
+    """A property's name as a rule selects it (Kubernetes' escaping: a reserved word
+    as ``__word__``; ``__``, ``.``, ``-``, ``/`` spelt out); None for a name no rule
+    can select."""
+    if name in _CEL_RESERVED:
+        return f"__{name}__"
+    if not name or not re.fullmatch(r"[a-zA-Z_./-][a-zA-Z0-9_./-]*", name):
+        return None
+    return re.sub(r"__|[./-]", lambda m: _ESCAPES[m.group()], name)
 
 
 # -- lexing ---------------------------------------------------------------------------
@@ -592,6 +655,8 @@ def _type_name(value: Any) -> str:
         return "google.protobuf.Timestamp"
     if isinstance(value, Optional):
         return "optional_type"
+    if isinstance(value, CelType):
+        return "type"
     return "unknown"
 
 
@@ -805,6 +870,10 @@ def _select(value: Any, name: str, presence: bool = False) -> Any:
 
 
 def _index(value: Any, key: Any) -> Any:
+    if isinstance(value, ObjectList) and _is_int(key):
+        if not 0 <= key < len(value):
+            raise CelError(f"index out of bounds: {key}")
+        return value[key]
     if isinstance(value, list):
         if isinstance(key, float) and key.is_integer():
             key = int(key)
@@ -814,8 +883,8 @@ def _index(value: Any, key: Any) -> Any:
             raise CelError(f"index '{key}' out of range in list size '{len(value)}'")
         return value[key]
     if isinstance(value, dict):
-        if isinstance(value, Object) and isinstance(key, str):
-            return _select(value, key)
+        if isinstance(value, Object):
+            raise Unsupported("index of an object")  # (no matching overload for '_[_]')
         found = _map_get(value, key)
         if found is _EMPTY:
             raise CelError(f"no such key: {_key_text(key)}")
@@ -844,9 +913,14 @@ def _eval(tree: Any, env: dict[str, Any]) -> Any:
     if kind == "id":
         name = tree[1]
         if name not in env:
+            if name in _TYPE_NAMES:
+                return CelType(name)
             raise Unsupported(f"undeclared reference to '{name}'")
         return env[name]
     if kind == "sel":
+        qualified = _qualified_name(tree)
+        if qualified in _TYPE_NAMES and str(qualified).partition(".")[0] not in env:
+            return CelType(qualified)
         return _select(_eval(tree[1], env), tree[2])
     if kind == "index":
         return _index(_eval(tree[1], env), _eval(tree[2], env))
@@ -1548,6 +1622,8 @@ def _function(name: str, args: list[Any]) -> Any:
             raise _overload("bytes")
         if name == "dyn":
             return value
+        if name == "type":
+            return CelType(_type_name(value))
         if name == "duration":
             if isinstance(value, Duration):
                 return value

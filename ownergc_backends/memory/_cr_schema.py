@@ -44,9 +44,11 @@ from typing import Any, Final
 from ._cel import (
     CelError,
     Object,
+    ObjectList,
     Optional,
     Unsupported,
     compile_rule,
+    escape_name,
     optional_none,
     parse_duration,
     parse_timestamp,
@@ -1045,12 +1047,15 @@ def _cel_value(value: Any, schema: Any, resource: bool = False, metadata: Any = 
             return {k: _cel_value(v, extra) for k, v in value.items()}
         if not properties and not resource and kind != "object":
             return _untyped(value)
-        fields = set(properties)
-        items = {
-            k: _cel_value(value[k], properties[k], _embedded(properties[k]))
-            for k in fields
-            if k in value
-        }
+        fields: set[str] = set()
+        items: dict[str, Any] = {}
+        for key, sub in properties.items():
+            name = escape_name(key)
+            if name is None:
+                continue
+            fields.add(name)
+            if value.get(key) is not None:  # (a null field is an absent one)
+                items[name] = _cel_value(value[key], sub, _embedded(sub))
         if resource:
             fields |= {"apiVersion", "kind", "metadata"}
             for key in ("apiVersion", "kind"):
@@ -1064,7 +1069,7 @@ def _cel_value(value: Any, schema: Any, resource: bool = False, metadata: Any = 
                 )
         return Object(items, frozenset(fields))
     if isinstance(value, list):
-        return [_cel_value(v, schema.get("items")) for v in value]
+        return ObjectList(_cel_value(v, schema.get("items")) for v in value)
     if isinstance(value, str):
         fmt = schema.get("format")
         if kind == "string" and fmt == "byte":
@@ -1095,7 +1100,7 @@ def _untyped(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _untyped(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_untyped(v) for v in value]
+        return ObjectList(_untyped(v) for v in value)
     return value
 
 
