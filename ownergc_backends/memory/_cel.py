@@ -386,7 +386,7 @@ def _number(token: str, negative: bool) -> Any:
 # ("or", a, b), ("cond", c, a, b), ("not", e), ("neg", e), ("binop", op, a, b),
 # ("has", e), ("macro", name, target, var, [args]).
 
-_MACROS: Final = frozenset({"all", "exists", "exists_one", "map", "filter"})
+_MACROS: Final = frozenset({"all", "exists", "exists_one", "map", "filter", "optMap", "optFlatMap"})
 _RELATIONS: Final = frozenset({"<", "<=", ">", ">=", "==", "!=", "in"})
 
 
@@ -1022,6 +1022,18 @@ def _macro(tree: Any, env: dict[str, Any]) -> Any:
     _, name, target_tree, var, args = tree
     target = _eval(target_tree, env)
     scope = dict(env)
+    if name in ("optMap", "optFlatMap"):
+        if not isinstance(target, Optional) or len(args) != 1:
+            raise Unsupported(name)
+        if target.value is _EMPTY:
+            return target
+        scope[var] = target.value
+        result = _eval(args[0], scope)
+        if name == "optMap":
+            return Optional(result)
+        if not isinstance(result, Optional):
+            raise _overload(name)
+        return result
     if name in ("all", "exists"):
         decisive = name == "exists"
         error: CelError | None = None
@@ -1075,7 +1087,7 @@ def _regex(pattern: str) -> re.Pattern[str]:
     pattern Python does not read makes the rule unsupported."""
     compiled = _REGEXES.get(pattern)
     if compiled is None:
-        if re.search(r"\\[pPCzQE]|\[\[:|\(\?P=|\\[0-9]", pattern):
+        if re.search(r"\\[pPCzQE]|\[\[:|\(\?P=|\\[0-9]|\(\?[<>=!]|(?<!\\)[*+?}]\+", pattern):
             raise Unsupported("regex syntax")
         try:
             compiled = re.compile(pattern)
@@ -1421,7 +1433,7 @@ def _sum(items: list[Any]) -> Any:
 
 def _extreme(items: list[Any], name: str, sign: int) -> Any:
     if not items:
-        raise CelError(f"{name}(list) called on empty list")
+        raise CelError(f"{name} called on empty list")
     best = items[0]
     for item in items[1:]:
         if _compare(item, best) * sign > 0:
@@ -1444,13 +1456,28 @@ def _url(text: str) -> urllib.parse.SplitResult:
 
 
 def _is_url(text: str) -> bool:
-    """Go's url.ParseRequestURI, roughly: an absolute URL or an absolute path."""
-    if not text or any(c in text for c in " \t\n\x7f") or "#" in text:
+    """Go's url.ParseRequestURI, roughly: an absolute URL (a scheme; a host with a
+    numeric port if any) or an absolute path; no control characters."""
+    if not text or any(ord(c) < 0x20 or c == "\x7f" for c in text):
         return False
     if text.startswith("/"):
         return True
-    scheme, colon, _ = text.partition(":")
-    return bool(colon) and bool(re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*", scheme))
+    scheme, colon, rest = text.partition(":")
+    if not colon or not re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*", scheme):
+        return False
+    if rest.startswith("//"):
+        host = re.split(r"[/?#]", rest[2:], maxsplit=1)[0].rpartition("@")[2]
+        if host.startswith("["):
+            close = host.find("]")
+            if close < 0:
+                return False
+            port = host[close + 1 :]
+            return port == "" or bool(re.fullmatch(r":[0-9]*", port))
+        if host.count(":") > 1:
+            return False
+        _, has_port, port_text = host.partition(":")
+        return not has_port or port_text.isdigit() or port_text == ""
+    return True
 
 
 class _URL:
@@ -1478,7 +1505,7 @@ def _url_part(url: _URL, name: str) -> Any:
             return tail[1:] if tail.startswith(":") else ""
         return host.partition(":")[2]
     if name == "getEscapedPath":
-        return parts.path
+        return urllib.parse.quote(parts.path, safe="/!$&'()*+,;=:@~%")
     if name == "getQuery":
         out: dict[str, list[str]] = {}
         for key, value in urllib.parse.parse_qsl(parts.query, keep_blank_values=True):
@@ -1670,8 +1697,10 @@ def _is_zero(value: Any) -> bool:
         return True
     if isinstance(value, (bool, int, float, str, bytes, list, dict)):
         return not value
-    if isinstance(value, (Duration, Timestamp)):
+    if isinstance(value, Duration):
         return value.nanos == 0
+    if isinstance(value, Timestamp):  # (Go's zero time: the first instant of year 1)
+        return value.nanos == -62135596800 * 10**9
     return False
 
 
@@ -1693,4 +1722,9 @@ def _call(tree: Any, env: dict[str, Any]) -> Any:
             return _function(f"{namespace}.{name}", [_eval(a, env) for a in arg_trees])
         target = _eval(target_tree, env)
         return _method(name, target, [_eval(a, env) for a in arg_trees])
+    if name in ("duration", "timestamp") and len(arg_trees) == 1 and arg_trees[0][0] == "lit":
+        try:
+            return _function(name, [arg_trees[0][1]])
+        except CelError as exc:  # (a real server checks literals when it compiles)
+            raise Unsupported(str(exc)) from None
     return _function(name, [_eval(a, env) for a in arg_trees])
