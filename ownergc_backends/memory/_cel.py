@@ -170,8 +170,7 @@ _TYPE_NAMES: Final = frozenset(
 
 
 class ObjectList(list[Any]):
-    """A list taken from the object (its index errors are worded as Kubernetes'
-    unstructured list words them)."""
+    """A list taken from the object."""
 
     __slots__ = ()
 
@@ -880,7 +879,7 @@ def _index(value: Any, key: Any) -> Any:
         if not _is_number(key) or isinstance(key, float):
             raise CelError(f"unsupported index type '{_type_name(key)}' in list")
         if not 0 <= key < len(value):
-            raise CelError(f"index '{key}' out of range in list size '{len(value)}'")
+            raise CelError(f"index out of bounds: {key}")
         return value[key]
     if isinstance(value, dict):
         if isinstance(value, Object):
