@@ -34,10 +34,12 @@ __all__ = [
     "CelError",
     "CelType",
     "Duration",
+    "MapList",
     "Object",
     "ObjectList",
     "Optional",
     "Program",
+    "SetList",
     "Timestamp",
     "Uint",
     "Unsupported",
@@ -173,6 +175,42 @@ class ObjectList(list[Any]):
     """A list taken from the object."""
 
     __slots__ = ()
+
+
+class SetList(ObjectList):
+    """An ``x-kubernetes-list-type: set`` list: equal to a list with the same items in
+    any order; ``+`` is the union."""
+
+    __slots__ = ()
+
+
+class MapList(ObjectList):
+    """An ``x-kubernetes-list-type: map`` list: items are found by their keys (equal
+    in any order; ``+`` replaces the items of the same keys, then appends)."""
+
+    __slots__ = ("keys",)
+
+    def __init__(self, items: Any, keys: tuple[str, ...]) -> None:
+        super().__init__(items)
+        self.keys = keys
+
+    def key_of(self, item: Any) -> Any:
+        if not isinstance(item, dict):
+            return None
+        return tuple(_hashable(item.get(k)) for k in self.keys)
+
+    def find(self, item: Any) -> Any:
+        wanted = self.key_of(item)
+        for candidate in self:
+            if self.key_of(candidate) == wanted:
+                return candidate
+        return _EMPTY
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, (dict, list)):
+        return repr(value)
+    return (type(value).__name__, value)
 
 
 def optional_none() -> Optional:
@@ -702,7 +740,19 @@ def _equal(a: Any, b: Any) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return isinstance(a, bool) and isinstance(b, bool) and a is b
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b, strict=True))
+        if len(a) != len(b):
+            return False
+        if isinstance(b, (SetList, MapList)) and not isinstance(a, (SetList, MapList)):
+            a, b = b, a
+        if isinstance(a, SetList):
+            return all(any(_equal(x, y) for y in a) for x in b)
+        if isinstance(a, MapList):
+            for item in b:
+                found = a.find(item)
+                if found is _EMPTY or not _equal(found, item):
+                    return False
+            return True
+        return all(_equal(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict) and isinstance(b, dict):
         if len(a) != len(b):
             return False
@@ -760,6 +810,17 @@ def _add(a: Any, b: Any) -> Any:
         return a + b
     if isinstance(a, bytes) and isinstance(b, bytes):
         return a + b
+    if isinstance(a, SetList) and isinstance(b, list):
+        union = SetList(a)
+        for item in b:
+            if not any(_equal(item, x) for x in union):
+                union.append(item)
+        return union
+    if isinstance(a, MapList) and isinstance(b, list):
+        merged = MapList([], a.keys)
+        merged.extend(b_item if (b_item := _find_in(a, b, x)) is not _EMPTY else x for x in a)
+        merged.extend(x for x in b if a.find(x) is _EMPTY)
+        return merged
     if isinstance(a, list) and isinstance(b, list):
         return a + b
     if isinstance(a, Duration) and isinstance(b, Duration):
@@ -785,6 +846,15 @@ def _subtract(a: Any, b: Any) -> Any:
     if isinstance(a, Timestamp) and isinstance(b, Duration):
         return Timestamp(a.nanos - b.nanos)
     raise _overload("_-_")
+
+
+def _find_in(keyed: MapList, items: list[Any], item: Any) -> Any:
+    """The item of ``items`` with the keys of ``item`` (as ``keyed`` reads keys)."""
+    wanted = keyed.key_of(item)
+    for candidate in items:
+        if keyed.key_of(candidate) == wanted:
+            return candidate
+    return _EMPTY
 
 
 def _truncated_divide(a: int, b: int) -> int:

@@ -43,9 +43,11 @@ from typing import Any, Final
 
 from ._cel import (
     CelError,
+    MapList,
     Object,
     ObjectList,
     Optional,
+    SetList,
     Unsupported,
     compile_rule,
     escape_name,
@@ -1069,7 +1071,15 @@ def _cel_value(value: Any, schema: Any, resource: bool = False, metadata: Any = 
                 )
         return Object(items, frozenset(fields))
     if isinstance(value, list):
-        return ObjectList(_cel_value(v, schema.get("items")) for v in value)
+        items_schema = schema.get("items")
+        converted = [_cel_value(v, items_schema) for v in value]
+        list_type = schema.get("x-kubernetes-list-type")
+        keys = schema.get("x-kubernetes-list-map-keys")
+        if list_type == "set":
+            return SetList(converted)
+        if list_type == "map" and isinstance(keys, list):
+            return MapList(converted, tuple(escape_name(str(k)) or str(k) for k in keys))
+        return ObjectList(converted)
     if isinstance(value, str):
         fmt = schema.get("format")
         if kind == "string" and fmt == "byte":

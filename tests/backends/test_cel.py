@@ -326,6 +326,56 @@ CASES: list[tuple[str, dict[str, Any], Any, list[str], dict[str, str | None]]] =
         {},
     ),
     (
+        "listSets",
+        val_schemas(
+            {**list_type(S), "x-kubernetes-list-type": "set"},
+            {**list_type(S), "x-kubernetes-list-type": "set"},
+        ),
+        vals(["a", "b", "c"], ["a", "c", "b"]),
+        [
+            "self.val1 == ['c', 'b', 'a']",
+            "self.val1 == self.val2",
+            "'a' in self.val1",
+            "self.val2[0] in self.val1",
+            "!('x' in self.val1)",
+            "self.val1 + self.val2 == ['a', 'b', 'c']",
+            "self.val1 + ['c', 'd'] == ['a', 'b', 'c', 'd']",
+        ],
+        {},
+    ),
+    (
+        "listMaps",
+        obj_type(
+            {
+                "objs": list_type(
+                    {
+                        **list_type(obj_type({"k": S, "v": S})),
+                        "x-kubernetes-list-type": "map",
+                        "x-kubernetes-list-map-keys": ["k"],
+                    }
+                )
+            }
+        ),
+        {
+            "objs": [
+                [{"k": "a", "v": "1"}, {"k": "b", "v": "2"}],
+                [{"k": "b", "v": "2"}, {"k": "a", "v": "1"}],
+                [{"k": "b", "v": "3"}, {"k": "a", "v": "1"}],
+                [{"k": "c", "v": "4"}],
+            ]
+        },
+        [
+            "self.objs[0] == self.objs[1]",
+            "self.objs[0] + self.objs[2] == self.objs[2]",
+            "self.objs[2] + self.objs[0] == self.objs[0]",
+            "self.objs[0] == [self.objs[0][0], self.objs[0][1]]",
+            "self.objs[0] == [self.objs[0][1], self.objs[0][0]]",
+            "self.objs[2] + [self.objs[0][0], self.objs[0][1]] == self.objs[0]",
+            "size(self.objs[0] + [self.objs[3][0]]) == 3",
+        ],
+        {},
+    ),
+    (
         "maps",
         val_schemas(map_type(S), map_type(S)),
         vals({"k1": "a", "k2": "b"}, {"k2": "b", "k1": "a"}),
