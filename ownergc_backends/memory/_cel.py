@@ -24,6 +24,7 @@ definition and cel-go / kubernetes apiserver v0.30.0.
 from __future__ import annotations
 
 import datetime
+import fractions
 import math
 import re
 import urllib.parse
@@ -39,6 +40,7 @@ __all__ = [
     "ObjectList",
     "Optional",
     "Program",
+    "Quantity",
     "SetList",
     "Timestamp",
     "Uint",
@@ -47,6 +49,7 @@ __all__ = [
     "escape_name",
     "optional_none",
     "parse_duration",
+    "parse_quantity",
     "parse_timestamp",
 ]
 
@@ -211,6 +214,92 @@ def _hashable(value: Any) -> Any:
     if isinstance(value, (dict, list)):
         return repr(value)
     return (type(value).__name__, value)
+
+
+class Quantity:
+    """A Kubernetes ``resource.Quantity`` (its exact value)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: fractions.Fraction) -> None:
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Quantity) and other.value == self.value
+
+    def __hash__(self) -> int:
+        return hash(("quantity", self.value))
+
+
+_QUANTITY_FORMAT: Final = (
+    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+)
+_QUANTITY = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?(.*)")
+_QUANTITY_SUFFIX: Final = {
+    "": fractions.Fraction(1),
+    "n": fractions.Fraction(1, 10**9),
+    "u": fractions.Fraction(1, 10**6),
+    "m": fractions.Fraction(1, 10**3),
+    "k": fractions.Fraction(10**3),
+    "M": fractions.Fraction(10**6),
+    "G": fractions.Fraction(10**9),
+    "T": fractions.Fraction(10**12),
+    "P": fractions.Fraction(10**15),
+    "E": fractions.Fraction(10**18),
+    "Ki": fractions.Fraction(2**10),
+    "Mi": fractions.Fraction(2**20),
+    "Gi": fractions.Fraction(2**30),
+    "Ti": fractions.Fraction(2**40),
+    "Pi": fractions.Fraction(2**50),
+    "Ei": fractions.Fraction(2**60),
+}
+
+
+def parse_quantity(text: str) -> Quantity:
+    """A quantity as Kubernetes reads one (``100m``, ``1.5Gi``, ``2e3``)."""
+    found = _QUANTITY.fullmatch(text)
+    if not text or found is None or not (found[2] or found[3]):
+        raise CelError(_QUANTITY_FORMAT)
+    sign, whole, fraction, suffix = found[1], found[2], found[3] or "", found[4]
+    number = fractions.Fraction(int(whole or "0")) + (
+        fractions.Fraction(int(fraction), 10 ** len(fraction)) if fraction else 0
+    )
+    if suffix in _QUANTITY_SUFFIX:
+        number *= _QUANTITY_SUFFIX[suffix]
+    elif re.fullmatch(r"[eE][+-]?[0-9]+", suffix):
+        number *= fractions.Fraction(10) ** int(suffix[1:])
+    else:
+        raise CelError("unable to parse quantity's suffix")
+    return Quantity(-number if sign == "-" else number)
+
+
+def _quantity_method(name: str, target: Quantity, args: list[Any]) -> Any:
+    value = target.value
+    if not args:
+        if name == "sign":
+            return (value > 0) - (value < 0)
+        if name == "isInteger":
+            return value.denominator == 1 and _INT_MIN <= value <= _INT_MAX
+        if name == "asInteger":
+            if value.denominator != 1 or not _INT_MIN <= value <= _INT_MAX:
+                raise CelError("cannot convert value to integer")
+            return int(value)
+        if name == "asApproximateFloat":
+            return float(value)
+    if len(args) == 1:
+        other = args[0]
+        if name in ("add", "sub") and (_is_int(other) or isinstance(other, Quantity)):
+            amount = other.value if isinstance(other, Quantity) else fractions.Fraction(other)
+            return Quantity(value + amount if name == "add" else value - amount)
+        if isinstance(other, Quantity):
+            order = (value > other.value) - (value < other.value)
+            if name == "isGreaterThan":
+                return order > 0
+            if name == "isLessThan":
+                return order < 0
+            if name == "compareTo":
+                return order
+    raise Unsupported(name)
 
 
 def optional_none() -> Optional:
@@ -1603,6 +1692,8 @@ def _method(name: str, target: Any, args: list[Any]) -> Any:
         return _optional_method(name, target, args)
     if isinstance(target, _URL) and n == 0:
         return _url_part(target, name)
+    if isinstance(target, Quantity):
+        return _quantity_method(name, target, args)
     if isinstance(target, str):
         if name == "size" and n == 0:
             return len(target)
@@ -1734,6 +1825,14 @@ def _function(name: str, args: list[Any]) -> Any:
             if _is_int(value):
                 return Timestamp(value * 10**9)
             raise _overload("timestamp")
+        if name == "quantity" and isinstance(value, str):
+            return parse_quantity(value)
+        if name == "isQuantity" and isinstance(value, str):
+            try:
+                parse_quantity(value)
+            except CelError:
+                return False
+            return True
         if name == "isURL" and isinstance(value, str):
             return _is_url(value)
         if name == "url" and isinstance(value, str):

@@ -782,6 +782,25 @@ CASES: list[tuple[str, dict[str, Any], Any, list[str], dict[str, str | None]]] =
         ],
         {"self.absentObj.?absentStr == optional.none()": "no such key: absentObj"},
     ),
+    (
+        "quantity",
+        val_schemas(S, S),
+        vals("20", "200M"),
+        [
+            "isQuantity(self.val1)",
+            "isQuantity(self.val2)",
+            'isQuantity("20Mi")',
+            'quantity(self.val2) == quantity("0.2G") && quantity("0.2G") == quantity("200M")',
+            'quantity("2M") == quantity("0.002G") && quantity("2000k") == quantity("2M")',
+            'quantity(self.val1).isLessThan(quantity("100M"))',
+            'quantity(self.val2).isGreaterThan(quantity("50M"))',
+            'quantity(self.val2).compareTo(quantity("0.2G")) == 0',
+            'quantity("50k").add(quantity(self.val1)) == quantity("50.02k")',
+            'quantity("50k").sub(quantity(self.val1)) == quantity("49980")',
+            "quantity(self.val1).isInteger()",
+        ],
+        {},
+    ),
 ]
 
 
