@@ -786,8 +786,9 @@ def _type_name(value: Any) -> str:
     return "unknown"
 
 
-def _overload(name: str, *args: Any) -> CelError:
-    return CelError(f"no such overload: {name}")
+def _overload(name: str) -> CelError:
+    """cel-go's error for a call no overload of ``name`` takes (its words carry no name)."""
+    return CelError("no such overload")
 
 
 def _int(value: int) -> int:
@@ -1022,9 +1023,8 @@ def _select(value: Any, name: str, presence: bool = False) -> Any:
         if name not in value:
             raise CelError(f"no such key: {name}")
         return value[name]
-    if isinstance(value, Optional):
-        raise Unsupported("selection on an optional")
-    raise CelError(f"type '{_type_name(value)}' does not support field selection")
+    # (selecting a field of anything else is refused by the type checker)
+    raise Unsupported(f"type '{_type_name(value)}' does not support field selection")
 
 
 def _index(value: Any, key: Any) -> Any:

@@ -1147,13 +1147,20 @@ def _rule_field_path(field_path: str, schema: Any) -> str | None:
 
 
 class _RuleContext:
-    __slots__ = ("errors", "metadata", "old_metadata", "stopped")
+    __slots__ = ("errors", "metadata", "old_metadata", "ruled")
 
     def __init__(self, metadata: Any, old_metadata: Any) -> None:
         self.errors: list[FieldError] = []
         self.metadata = metadata
         self.old_metadata = old_metadata
-        self.stopped = False
+        self.ruled: dict[int, bool] = {}
+
+    def has_rules(self, schema: Any) -> bool:
+        """Whether rules sit at or below ``schema`` (remembered per schema node)."""
+        found = self.ruled.get(id(schema))
+        if found is None:
+            found = self.ruled[id(schema)] = _has_rules(schema)
+        return found
 
 
 def rule_errors(
@@ -1181,7 +1188,7 @@ def _walk_rules(
     parent_same: bool,
     context: _RuleContext,
 ) -> None:
-    if not isinstance(schema, dict) or value is None or context.stopped:
+    if not isinstance(schema, dict) or value is None or not context.has_rules(schema):
         return
     same = _same(value, old) if old is not _ABSENT else parent_same
     rules = schema.get("x-kubernetes-validations")
