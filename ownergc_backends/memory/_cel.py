@@ -1079,7 +1079,13 @@ def _eval(tree: Any, env: dict[str, Any]) -> Any:
         qualified = _qualified_name(tree)
         if qualified in _TYPE_NAMES and str(qualified).partition(".")[0] not in env:
             return CelType(qualified)
-        return _select(_eval(tree[1], env), tree[2])
+        target = _eval(tree[1], env)
+        if isinstance(target, Optional):  # (selection on an optional chains: a?.b.c)
+            if target.value is _EMPTY:
+                return target
+            inner = target.value
+            return Optional(_select(inner, tree[2]) if _select(inner, tree[2], True) else _EMPTY)
+        return _select(target, tree[2])
     if kind == "index":
         return _index(_eval(tree[1], env), _eval(tree[2], env))
     if kind in ("optsel", "optindex"):

@@ -944,3 +944,92 @@ def test_what_is_not_read_is_unsupported(text: str) -> None:
     caller skips it: a real server refuses such a CRD)."""
     with pytest.raises(Unsupported):
         _eval(text, self={})
+
+
+_FOO = obj_type({"foo": S})
+
+
+@pytest.mark.parametrize(
+    ("schema", "rule", "obj", "old", "fails"),
+    [
+        pytest.param(
+            _FOO,
+            "self.foo == 'not bar' || !oldSelf.hasValue()",
+            {"foo": "bar"},
+            None,
+            False,
+            id="allow new value if old value is null",
+        ),
+        pytest.param(
+            _FOO,
+            "self.foo == 'valid' || !oldSelf.hasValue()",
+            {"foo": "invalid"},
+            {"foo": "bar"},
+            True,
+            id="block new value if old value is not null",
+        ),
+        pytest.param(
+            _FOO,
+            "self.foo == 'valid' || (oldSelf.hasValue() && oldSelf.value().foo != 'valid')",
+            {"foo": "invalid again"},
+            {"foo": "invalid"},
+            False,
+            id="allow invalid new value if old value is also invalid",
+        ),
+        pytest.param(
+            _FOO,
+            "self.foo == 'valid' || oldSelf.foo.orValue('') != 'valid'",
+            {"foo": "invalid again"},
+            {"foo": "invalid"},
+            False,
+            id="... with chained optionals",
+        ),
+        pytest.param(
+            _FOO,
+            "self.foo == 'valid' || (oldSelf.hasValue() && oldSelf.value().foo != 'valid')",
+            {"foo": "invalid"},
+            {"foo": "valid"},
+            True,
+            id="block invalid new value if old value is valid",
+        ),
+        *(
+            pytest.param(
+                I,
+                "self >= 10 || (oldSelf.hasValue() && oldSelf.value() <= self)",
+                new,
+                old,
+                fails,
+                id=name,
+            )
+            for name, new, old, fails in [
+                ("create: new min or allow higher than oldValue", 10, None, False),
+                ("block create: new min or allow higher than oldValue", 9, None, True),
+                ("update: new min or allow higher than oldValue", 10, 5, False),
+                ("ratchet update: new min or allow higher than oldValue", 9, 5, False),
+                ("ratchet noop update: new min or allow higher than oldValue", 5, 5, False),
+                ("block update: new min or allow higher than oldValue", 4, 5, True),
+            ]
+        ),
+    ],
+)
+def test_optional_old_self(
+    schema: dict[str, Any], rule: str, obj: Any, old: Any, fails: bool
+) -> None:
+    """Source: v0.30.0 validation_test.go, TestOptionalOldSelf (every rule with
+    ``optionalOldSelf: true``)."""
+    ruled = {**schema, "x-kubernetes-validations": [{"rule": rule, "optionalOldSelf": True}]}
+    errors = [e.message() for e in rule_errors(ruled, obj, old)]
+    assert errors == (
+        [f'<nil>: Invalid value: "{schema["type"]}": failed rule: {rule}'] if fails else []
+    )
+
+
+def test_transition_rules() -> None:
+    """Source: v0.30.0 validation_test.go, "transition rules" and "skipped transition
+    rule for nil old ..." (a rule with oldSelf and no old value is not evaluated)."""
+    schema = obj_type({"v": S})
+    for rule in ("oldSelf.v != self.v", "oldSelf.v == 'old' && self.v == 'new'"):
+        assert rule_errors(_with_rule(schema, rule), {"v": "new"}, {"v": "old"}) == []
+        assert _holds(schema, {"v": "new"}, rule) == []  # (skipped on a create)
+    for rule_schema, obj in ((S, "exists"), (list_type(S), []), (_FOO, {"foo": "x"})):
+        assert rule_errors(_with_rule(rule_schema, "oldSelf != self"), obj) == []
