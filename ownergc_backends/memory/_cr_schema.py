@@ -38,6 +38,7 @@ import math
 import re
 import urllib.parse
 from collections.abc import Callable
+from contextvars import ContextVar
 from decimal import Decimal
 from typing import Any, Final
 
@@ -57,7 +58,7 @@ from ._cel import (
 )
 from ._validation import FieldError, GoValue, path_segment_errors
 
-__all__ = ["apply_defaults", "prune_nulls", "rule_errors", "schema_errors"]
+__all__ = ["apply_defaults", "prune_nulls", "rule_errors", "rule_warnings", "schema_errors"]
 
 _INVALID: Final = "FieldValueInvalid"
 _TYPE_INVALID: Final = "FieldValueTypeInvalid"
@@ -1018,6 +1019,10 @@ _REASONS: Final = {
 }
 _MESSAGE_EXPRESSION_LIMIT: Final = 5 * 1024
 
+#: Where a ratcheted rule failure goes: the request's warnings (the HTTP layer sets
+#: it to them for the request), sent as ``Warning`` headers as 1.30 sends them.
+rule_warnings: ContextVar[list[str] | None] = ContextVar("rule_warnings", default=None)
+
 
 def _has_rules(schema: Any) -> bool:
     if not isinstance(schema, dict):
@@ -1307,9 +1312,13 @@ def _check_rules(
                 except Unsupported:
                     pass
             message = _message_expression(expression, variables) or message
-        if same and not program.uses_old_self:
-            continue  # (ratcheted: the server only warns)
-        context.errors.append(_rule_error(where, rule.get("reason"), message, shown))
+        error = _rule_error(where, rule.get("reason"), message, shown)
+        if same and not program.uses_old_self:  # (ratcheted: the server only warns)
+            warnings = rule_warnings.get()
+            if warnings is not None:
+                warnings.append(error.message())
+            continue
+        context.errors.append(error)
 
 
 def _rule_label(rule: dict[str, Any]) -> str:

@@ -424,7 +424,8 @@ def test_transition_rules_on_update(server: KubeAPIServer) -> None:
 
 def test_unchanged_values_are_ratcheted(server: KubeAPIServer) -> None:
     """Ratcheting (validation.go: a rule without oldSelf that fails on a value equal to
-    the stored one is only warned about): a widget stored breaking a rule (as after
+    the stored one is only warned about, ``warning.AddWarning(ctx, "", e.Error())``;
+    validation_test.go TestRatcheting's ``warnings``): a widget stored breaking a rule (as after
     the CRD added it) can still be updated elsewhere; a change to the failing value is
     refused."""
     loaded = widget("w-ratchet", tags=["Upper"], replicas=20)
@@ -445,8 +446,11 @@ def test_unchanged_values_are_ratcheted(server: KubeAPIServer) -> None:
             'Invalid value: "object": failed rule: self.replicas <= self.maxReplicas',
         )
     ]
-    status, _, answer = _patch(server, "w-ratchet", {"spec": {"owner": "me", "replicas": 5}})
-    assert status == 200, answer  # (tags[0] "Upper" unchanged: ratcheted)
+    status, warnings, answer = _patch(server, "w-ratchet", {"spec": {"owner": "me", "replicas": 5}})
+    assert status == 200, answer  # (tags[0] "Upper" unchanged: ratcheted, and warned about)
+    assert warnings == [
+        'spec.tags[0]: Invalid value: "string": failed rule: self.lowerAscii() == self'
+    ]
     # (items of a list that is not a map list are not matched to stored ones: once the
     # list changes, the stored "Upper" is reported too; apiserver v0.30.0
     # pkg/cel/common/equality.go correlateOldValueForChildAtNewIndex)
