@@ -1190,12 +1190,17 @@ def _walk_rules(
     old: Any,
     path: str,
     resource: bool,
-    parent_same: bool,
+    parent_same: bool | None,
     context: _RuleContext,
 ) -> None:
+    """Check the rules at and below ``schema``; ``parent_same``: whether the nearest
+    value matched to a stored one is unchanged (None: never ratchet here)."""
     if not isinstance(schema, dict) or value is None or not context.has_rules(schema):
         return
-    same = _same(value, old) if old is not _ABSENT else parent_same
+    if parent_same is None:
+        same = False
+    else:
+        same = _same(value, old) if old is not _ABSENT else parent_same
     rules = schema.get("x-kubernetes-validations")
     if isinstance(rules, list) and rules:
         _check_rules(schema, rules, value, old, path, resource, same, context)
@@ -1217,7 +1222,11 @@ def _walk_rules(
                 continue
             if old_item is None:
                 old_item = _ABSENT
-            _walk_rules(sub, item, old_item, where, _embedded(sub), same, context)
+            # (the root's type meta is never ratcheted: parent_same None)
+            type_meta = not path and key in ("apiVersion", "kind")
+            _walk_rules(
+                sub, item, old_item, where, _embedded(sub), None if type_meta else same, context
+            )
     elif isinstance(value, list):
         items = schema.get("items")
         ratchet = _Ratchet(value, old)

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from ownergc_backends.memory._cel import CelError, Unsupported, compile_rule
-from ownergc_backends.memory._cr_schema import rule_errors
+from ownergc_backends.memory._cr_schema import rule_errors, rule_warnings
 
 I = {"type": "integer"}  # noqa: E741 - the Go test's integerType
 I32 = {"type": "integer", "format": "int32"}
@@ -1033,3 +1033,180 @@ def test_transition_rules() -> None:
         assert _holds(schema, {"v": "new"}, rule) == []  # (skipped on a create)
     for rule_schema, obj in ((S, "exists"), (list_type(S), []), (_FOO, {"foo": "x"})):
         assert rule_errors(_with_rule(rule_schema, "oldSelf != self"), obj) == []
+
+
+def _rooted(message: str) -> str:
+    """A message with the Go test's root path (``root``) for serve's (none)."""
+    if message.startswith("<nil>"):
+        return "root" + message[len("<nil>") :]
+    return ("root" if message.startswith("[") else "root.") + message
+
+
+def _baz(message: str = "gotta be baz", rule: str = 'self == "baz"') -> dict[str, Any]:
+    return {"type": "string", "x-kubernetes-validations": [{"rule": rule, "message": message}]}
+
+
+_MAP_LIST_OF_VALUES = {
+    "type": "array",
+    "x-kubernetes-list-type": "map",
+    "x-kubernetes-list-map-keys": ["key"],
+    "items": obj_type({"key": S, "value": _baz()}),
+}
+_NESTED_MAPS = obj_type(
+    {
+        "stringField": S,
+        "mapField": obj_type(
+            {
+                "foo": _baz(),
+                "mapField": obj_type(
+                    {"bar": _baz(), "otherBar": _baz("gotta be otherBaz", 'self == "otherBaz"')}
+                ),
+            }
+        ),
+    }
+)
+_ODD = {
+    "type": "number",
+    "x-kubernetes-validations": [{"rule": "int(self) % 2 == 1", "message": "gotta be odd"}],
+}
+_GOTTA = 'Invalid value: "string": gotta be baz'
+
+#: name -> (schema, old, new, errors, warnings)
+RATCHETING: dict[str, tuple[dict[str, Any], Any, Any, list[str], list[str]]] = {
+    "descendent of an atomic array whose parent is totally unchanged": (
+        list_type(obj_type({"bar": _baz()})),
+        [{"bar": "bar"}],
+        [{"bar": "bar"}],
+        [],
+        [f"root[0].bar: {_GOTTA}"],
+    ),
+    "descendent of a set whose parent is totally unchanged": (
+        {**list_type(_ODD), "x-kubernetes-list-type": "set"},
+        [1, 2],
+        [1, 2],
+        [],
+        ['root[1]: Invalid value: "number": gotta be odd'],
+    ),
+    "descendent of a set and one of its siblings has changed": (
+        obj_type(
+            {"stringField": S, "setArray": {**list_type(_ODD), "x-kubernetes-list-type": "set"}}
+        ),
+        {"stringField": "foo", "setArray": [1, 3, 2]},
+        {"stringField": "changed but ratcheted", "setArray": [1, 3, 2]},
+        [],
+        ['root.setArray[2]: Invalid value: "number": gotta be odd'],
+    ),
+    "descendent of a map list whose parent is unchanged": (
+        _MAP_LIST_OF_VALUES,
+        [{"key": "foo", "value": "notbaz"}, {"key": "bar", "value": "notbaz"}],
+        [
+            {"key": "foo", "value": "notbaz"},
+            {"key": "bar", "value": "notbaz"},
+            {"key": "baz", "value": "baz"},
+        ],
+        [],
+        [f"root[0].value: {_GOTTA}", f"root[1].value: {_GOTTA}"],
+    ),
+    "descendent of a map list whose siblings have changed": (
+        _MAP_LIST_OF_VALUES,
+        [{"key": "foo", "value": "notbaz"}, {"key": "bar", "value": "notbaz"}],
+        [{"key": "foo", "value": "baz"}, {"key": "bar", "value": "notbaz"}],
+        [],
+        [f"root[1].value: {_GOTTA}"],
+    ),
+    "descendent of a map whose parent is totally unchanged": (
+        _NESTED_MAPS,
+        {"stringField": "foo", "mapField": {"foo": "notbaz", "mapField": {"bar": "notbaz"}}},
+        {"stringField": "foo", "mapField": {"foo": "notbaz", "mapField": {"bar": "notbaz"}}},
+        [],
+        [f"root.mapField.foo: {_GOTTA}", f"root.mapField.mapField.bar: {_GOTTA}"],
+    ),
+    "descendent of a map whose siblings have changed": (
+        _NESTED_MAPS,
+        {
+            "stringField": "foo",
+            "mapField": {"foo": "baz", "mapField": {"bar": "notbaz", "otherBar": "nototherBaz"}},
+        },
+        {
+            "stringField": "foo",
+            "mapField": {"foo": "notbaz", "mapField": {"bar": "notbaz", "otherBar": "otherBaz"}},
+        },
+        [f"root.mapField.foo: {_GOTTA}"],
+        [f"root.mapField.mapField.bar: {_GOTTA}"],
+    ),
+    "descendent of an atomic array whose siblings has changed": (
+        obj_type({"stringField": S, "atomicArray": list_type(obj_type({"bar": _baz()}))}),
+        {"stringField": "foo", "atomicArray": [{"bar": "bar"}]},
+        {"stringField": "changed but ratcheted", "atomicArray": [{"bar": "bar"}]},
+        [],
+        [f"root.atomicArray[0].bar: {_GOTTA}"],
+    ),
+    "uncorrelatable part of the schema whose parent nodes has changed": (
+        list_type(obj_type({"bar": _baz()})),
+        [{"bar": "bar"}],
+        [{"bar": "bar"}, {"bar": "baz"}],
+        [f"root[0].bar: {_GOTTA}"],
+        [],
+    ),
+    "transition rules never ratchet for correlatable schemas": (
+        obj_type({"foo": _baz(rule='oldSelf != "bar" && self == "baz"')}),
+        {"foo": "bar"},
+        {"foo": "bar"},
+        [f"root.foo: {_GOTTA}"],
+        [],
+    ),
+    "changing field path does not change ratcheting logic": (
+        {
+            **obj_type({"bar": S, "foo": S}),
+            "x-kubernetes-validations": [
+                {"rule": 'self.foo == "baz"', "message": "gotta be baz", "fieldPath": ".foo"}
+            ],
+        },
+        {"foo": "bar"},
+        {"foo": "bar", "bar": "invalid"},
+        ['root.foo: Invalid value: "object": gotta be baz'],
+        [],
+    ),
+    "typemeta fields are not ratcheted": (
+        obj_type(
+            {
+                "apiVersion": {
+                    "type": "string",
+                    "x-kubernetes-validations": [{"rule": 'self == "v1"'}],
+                },
+                "kind": {"type": "string", "x-kubernetes-validations": [{"rule": 'self == "Pod"'}]},
+            }
+        ),
+        {"apiVersion": "v2", "kind": "Baz"},
+        {"apiVersion": "v2", "kind": "Baz"},
+        [
+            'root.apiVersion: Invalid value: "string": failed rule: self == "v1"',
+            'root.kind: Invalid value: "string": failed rule: self == "Pod"',
+        ],
+        [],
+    ),
+    "normal CEL expression": (
+        obj_type({"foo": _baz(rule='self == "bar"')}),
+        {"foo": "baz"},
+        {"foo": "baz"},
+        [],
+        [f"root.foo: {_GOTTA}"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(RATCHETING), ids=list(RATCHETING))
+def test_ratcheting(case: str) -> None:
+    """Source: v0.30.0 validation_test.go, TestRatcheting: an update's rule failures on
+    values matched to unchanged stored ones are warnings (not errors), unless the rule
+    reads oldSelf; items of atomic lists and sets are matched only through an
+    unchanged list; the root's apiVersion and kind are never ratcheted."""
+    schema, old, new, errors, warnings = RATCHETING[case]
+    sent: list[str] = []
+    token = rule_warnings.set(sent)
+    try:
+        found = [_rooted(e.message()) for e in rule_errors(schema, new, old)]
+    finally:
+        rule_warnings.reset(token)
+    assert sorted(found) == sorted(errors)
+    assert sorted(_rooted(w) for w in sent) == sorted(warnings)
