@@ -1210,3 +1210,72 @@ def test_ratcheting(case: str) -> None:
         rule_warnings.reset(token)
     assert sorted(found) == sorted(errors)
     assert sorted(_rooted(w) for w in sent) == sorted(warnings)
+
+
+def _match_selector(rule: str) -> dict[str, Any]:
+    schema = obj_type(
+        {"matchExpressions": list_type(obj_type({"key": S, "operator": S, "values": list_type(S)}))}
+    )
+    return _with_rule(schema, rule)
+
+
+@pytest.mark.parametrize(
+    ("schema", "obj", "expected"),
+    [
+        pytest.param(
+            obj_type({"f/2": _with_rule(obj_type({"m": I}), "self.m == 2")}),
+            {"f/2": {"m": 1}},
+            ['f/2: Invalid value: "object": failed rule: self.m == 2'],
+            id="failing rule under escaped field name",
+        ),
+        pytest.param(
+            obj_type({"a@b": _with_rule(obj_type({"m": I}), "self.m == 2")}),
+            {"a@b": {"m": 1}},
+            ['a@b: Invalid value: "object": failed rule: self.m == 2'],
+            id="failing rule under unescapable field name",
+        ),
+        pytest.param(
+            _match_selector(
+                'self.matchExpressions.all(rule, (rule.operator != "In" && rule.operator != '
+                '"NotIn") || ((has(rule.values) && size(rule.values) > 0)))'
+            ),
+            {"matchExpressions": [{"key": "tier", "operator": "In", "values": []}]},
+            ["failed rule"],
+            id="matchExpressions - 'values' must be specified when 'operator' is 'In' or 'NotIn'",
+        ),
+        pytest.param(
+            _match_selector(
+                'self.matchExpressions.all(rule, (rule.operator != "Exists" && rule.operator != '
+                '"DoesNotExist") || ((!has(rule.values) || size(rule.values) == 0)))'
+            ),
+            {"matchExpressions": [{"key": "tier", "operator": "Exists", "values": ["somevalue"]}]},
+            ["failed rule"],
+            id="matchExpressions - 'values' may not be specified with 'Exists'",
+        ),
+        pytest.param(
+            _match_selector(
+                'self.matchExpressions.all(rule, rule.operator == "In" || rule.operator == '
+                '"NotIn" || rule.operator == "DoesNotExist")'
+            ),
+            {"matchExpressions": [{"key": "tier", "operator": "badop", "values": []}]},
+            ["failed rule"],
+            id="matchExpressions - invalid selector operator",
+        ),
+        pytest.param(
+            _match_selector(
+                "self.matchExpressions.all(rule, size(rule.key) <= 63 && "
+                'rule.key.matches("^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"))'
+            ),
+            {"matchExpressions": [{"key": "badkey!", "operator": "Exists", "values": []}]},
+            ["failed rule"],
+            id="matchExpressions - invalid label value",
+        ),
+    ],
+)
+def test_rules_at_schema_levels(schema: dict[str, Any], obj: Any, expected: list[str]) -> None:
+    """Source: v0.30.0 validation_test.go, TestValidationExpressionsAtSchemaLevels (the
+    cases whose rules compile)."""
+    errors = [e.message() for e in rule_errors(schema, obj)]
+    assert len(errors) == len(expected)
+    for error, text in zip(errors, expected, strict=True):
+        assert text in error
