@@ -28,6 +28,7 @@ import fractions
 import math
 import re
 import urllib.parse
+import zoneinfo
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
@@ -1442,8 +1443,28 @@ def parse_timestamp(text: str) -> Timestamp:
     return Timestamp(seconds * 10**9 + nanos)
 
 
-def _timestamp_part(stamp: Timestamp, part: str) -> int:
+def _zone_offset(zone: str, seconds: int) -> int:
+    """The offset in seconds of a CEL time zone argument (``UTC``, ``+01:00``,
+    ``01:00``, an IANA name) at an instant."""
+    found = re.fullmatch(r"([+-]?)(\d{2}):(\d{2})", zone)
+    if found:
+        offset = int(found[2]) * 3600 + int(found[3]) * 60
+        return -offset if found[1] == "-" else offset
+    if zone == "UTC":
+        return 0
+    try:
+        info = zoneinfo.ZoneInfo(zone)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError) as exc:  # (no such zone here)
+        raise Unsupported(f"time zone {zone}") from exc
+    moment = datetime.datetime.fromtimestamp(seconds, tz=datetime.timezone.utc)
+    delta = moment.astimezone(info).utcoffset()
+    return int(delta.total_seconds()) if delta is not None else 0
+
+
+def _timestamp_part(stamp: Timestamp, part: str, zone: str | None = None) -> int:
     seconds, rest = divmod(stamp.nanos, 10**9)
+    if zone is not None:
+        seconds += _zone_offset(zone, seconds)
     moment = datetime.datetime(1970, 1, 1) + datetime.timedelta(seconds=seconds)
     return {
         "getFullYear": moment.year,
@@ -1560,6 +1581,65 @@ _TRIM_SPACE: Final = "".join(
         0x3000,
     )
 )
+
+
+_FORMAT_VERB = re.compile(r"%(?:\.(\d+))?([sdfeboxX%])")
+
+
+def _format_list_item(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "[" + ", ".join(_format_list_item(v) for v in value) + "]"
+    if isinstance(value, dict):
+        items = sorted((_format_list_item(k), _format_list_item(v)) for k, v in value.items())
+        return "{" + ", ".join(f"{k}:{v}" for k, v in items) + "}"
+    if value is None:
+        return "null"
+    return _to_string(value)
+
+
+def _format(template: str, args: Any) -> str:
+    """The strings extension's ``format`` for the verbs rules use (``%s``, ``%d``,
+    ``%f`` with a precision, ``%e``, ``%b``, ``%o``, ``%x``, ``%X``, ``%%``)."""
+    if not isinstance(args, list):
+        raise _overload("format")
+    out: list[str] = []
+    at = 0
+    used = 0
+    for found in _FORMAT_VERB.finditer(template):
+        out.append(template[at : found.start()])
+        at = found.end()
+        precision, verb = found[1], found[2]
+        if verb == "%":
+            out.append("%")
+            continue
+        if used >= len(args):
+            raise CelError(f"index {used} out of range")
+        value = args[used]
+        used += 1
+        if verb == "s":
+            out.append(_format_list_item(value))
+        elif verb == "d":
+            if not _is_number(value) or isinstance(value, float):
+                raise Unsupported("format %d of a non-integer")
+            out.append(str(int(value)))
+        elif verb in "fe":
+            if not _is_number(value):
+                raise Unsupported(f"format %{verb}")
+            digits = 6 if precision is None else int(precision)
+            if verb == "f":
+                out.append(f"{float(value):.{digits}f}")
+            else:
+                raise Unsupported("format %e")  # (cel-go writes "× 10⁰⁰")
+        else:
+            if not _is_int(value) and not isinstance(value, Uint):
+                raise Unsupported(f"format %{verb}")
+            number = int(value)
+            text = format(abs(number), {"b": "b", "o": "o", "x": "x", "X": "X"}[verb])
+            out.append(("-" if number < 0 else "") + text)
+    out.append(template[at:])
+    return "".join(out)
 
 
 def _lower_ascii(text: str) -> str:
@@ -1723,6 +1803,8 @@ def _method(name: str, target: Any, args: list[Any]) -> Any:
                 return target.endswith(args[0])
             if name == "contains":
                 return args[0] in target
+        if name == "format" and n == 1:
+            return _format(target, args[0])
         if name == "lowerAscii" and n == 0:
             return _lower_ascii(target)
         if name == "upperAscii" and n == 0:
@@ -1776,9 +1858,13 @@ def _method(name: str, target: Any, args: list[Any]) -> Any:
         if name in ("indexOf", "lastIndexOf") and n == 1:
             return _list_index(target, args[0], name == "lastIndexOf")
         raise Unsupported(name)
-    if isinstance(target, Timestamp) and n == 0 and name.startswith("get"):
+    if (
+        isinstance(target, Timestamp)
+        and (n == 0 or (n == 1 and isinstance(args[0], str)))
+        and name.startswith("get")
+    ):
         try:
-            return _timestamp_part(target, name)
+            return _timestamp_part(target, name, args[0] if args else None)
         except KeyError:
             raise Unsupported(name) from None
     if isinstance(target, Duration) and n == 0 and name.startswith("get"):
