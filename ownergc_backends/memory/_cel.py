@@ -1247,6 +1247,29 @@ def _size(value: Any) -> int:
 _REGEXES: dict[str, re.Pattern[str]] = {}
 
 
+def _re2_ends(pattern: str) -> str:
+    """RE2's ``$`` (outside multi-line mode) is the end of the text only; Python's also
+    matches before a final newline: each such ``$`` becomes ``\\Z``."""
+    if "(?" in pattern and re.search(r"\(\?[a-zA-Z]*m", pattern):
+        return pattern
+    out: list[str] = []
+    escaped = in_class = False
+    for char in pattern:
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+        elif char == "$":
+            out.append("\\Z")
+            continue
+        out.append(char)
+    return "".join(out)
+
+
 def _regex(pattern: str) -> re.Pattern[str]:
     """An RE2 pattern read by Python's ``re`` (the two agree on what rules use); a
     pattern Python does not read makes the rule unsupported."""
@@ -1255,7 +1278,7 @@ def _regex(pattern: str) -> re.Pattern[str]:
         if re.search(r"\\[pPCzQE]|\[\[:|\(\?P=|\\[0-9]|\(\?[<>=!]|(?<!\\)[*+?}]\+", pattern):
             raise Unsupported("regex syntax")
         try:
-            compiled = re.compile(pattern)
+            compiled = re.compile(_re2_ends(pattern))
         except re.error as exc:
             raise Unsupported("regex") from exc
         _REGEXES[pattern] = compiled

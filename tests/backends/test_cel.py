@@ -916,6 +916,9 @@ def _eval(text: str, **variables: Any) -> Any:
         ("int(timestamp('1970-01-01T00:01:00Z')) == 60", True),
         ("[3, 1, 2].map(x, x * 2).filter(x, x > 2) == [6, 4]", True),
         ("[1, 2, 3].exists_one(x, x > 2)", True),
+        # RE2: $ is the end of the text, not before a final newline (unlike Python's re)
+        ("'abc\\n'.matches('^abc$')", False),
+        ("'abc'.matches('^abc$') && 'a$'.matches('^a[$]$')", True),
     ],
 )
 def test_cel_semantics(text: str, value: Any) -> None:
