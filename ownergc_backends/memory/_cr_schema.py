@@ -1311,7 +1311,8 @@ def _check_rules(
         expression = rule.get("messageExpression")
         if isinstance(expression, str) and expression:
             variables = {"self": self_value}
-            if old is not _ABSENT:
+            # (oldSelf is bound for it only when a rule of this node reads oldSelf)
+            if old is not _ABSENT and _node_reads_old_self(rules):
                 try:
                     if old_value is _ABSENT:
                         old_value = _cel_value(
@@ -1328,6 +1329,18 @@ def _check_rules(
                 warnings.append(error.message())
             continue
         context.errors.append(error)
+
+
+def _node_reads_old_self(rules: list[Any]) -> bool:
+    for rule in rules:
+        text = rule.get("rule") if isinstance(rule, dict) else None
+        if isinstance(text, str) and text.strip():
+            try:
+                if compile_rule(text).uses_old_self:
+                    return True
+            except Unsupported:
+                continue
+    return False
 
 
 def _rule_label(rule: dict[str, Any]) -> str:

@@ -1294,3 +1294,69 @@ def test_rules_at_schema_levels(schema: dict[str, Any], obj: Any, expected: list
     assert len(errors) == len(expected)
     for error, text in zip(errors, expected, strict=True):
         assert text in error
+
+
+@pytest.mark.parametrize(
+    ("message", "expression", "expected"),
+    [
+        pytest.param("", '"static string"', "static string", id="no cost error expected"),
+        pytest.param(
+            "invisible",
+            '"this is messageExpression"',
+            "this is messageExpression",
+            id="messageExpression takes precedence over message",
+        ),
+        pytest.param(
+            "",
+            "true",
+            "failed rule: false",
+            id="default rule message used if messageExpression does not eval to string",
+        ),
+        pytest.param("", '"str1 " + self.str', "str1 a string", id="str concat"),
+        pytest.param(
+            "message not messageExpression",
+            '"str1 " + ["a", "b", "c", "d"][4]',
+            "message not messageExpression",
+            id="messageExpression fails during evaluation",
+        ),
+        pytest.param(
+            "",
+            '"str1 " + ["a", "b", "c", "d"][4]',
+            "failed rule: false",
+            id="messageExpression fails during evaluation (no message set)",
+        ),
+        pytest.param(
+            "message not messageExpression",
+            '"str with \\na newline"',
+            "message not messageExpression",
+            id="no line breaks",
+        ),
+        pytest.param(
+            "message not messageExpression",
+            '"' + "a" * 5121 + '"',
+            "message not messageExpression",
+            id="not more than 5120 characters",
+        ),
+        pytest.param(
+            "message not messageExpression",
+            'string("")',
+            "message not messageExpression",
+            id="not empty",
+        ),
+        pytest.param(
+            "message not messageExpression",
+            'string("     ")',
+            "message not messageExpression",
+            id="not only spaces",
+        ),
+    ],
+)
+def test_message_expression(message: str, expression: str, expected: str) -> None:
+    """Source: v0.30.0 validation_test.go, TestMessageExpression (rule ``false`` on an
+    object ``{"str": "a string"}``; the cost cases are not modelled)."""
+    rule: dict[str, Any] = {"rule": "false", "messageExpression": expression}
+    if message:
+        rule["message"] = message
+    schema = {**obj_type({"str": S}), "x-kubernetes-validations": [rule]}
+    errors = [e.message() for e in rule_errors(schema, {"str": "a string"})]
+    assert errors == [f'<nil>: Invalid value: "object": {expected}']
