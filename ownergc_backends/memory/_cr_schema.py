@@ -1,7 +1,7 @@
 """Custom resources read and checked against their CRD's structural schema, as
 kube-apiserver 1.30 reads and checks them.
 
-A create or update of a custom resource goes through three steps here, in the
+A create or update of a custom resource goes through four steps here, in the
 server's order:
 
 1. :func:`prune_nulls`: a ``null`` where the schema wants a value that is not
@@ -13,7 +13,9 @@ server's order:
    formats, enums, bounds, lengths, patterns, item and property counts,
    required, allOf / anyOf / oneOf / not), then the embedded resources'
    ``apiVersion`` / ``kind`` / ``metadata``, then the list types' uniqueness
-   (``x-kubernetes-list-type: set`` and ``map``), each worded as 1.30 words it.
+   (``x-kubernetes-list-type: set`` and ``map``), each worded as 1.30 words it;
+4. :func:`rule_errors`: the validation rules (``x-kubernetes-validations``, CEL,
+   evaluated by :mod:`._cel`), unless step 3 found an error that blocks them.
 
 An update is checked with ratcheting (1.30's ``CRDValidationRatcheting``, on by
 default): an error about a value the update left as it was is not reported.
