@@ -24,6 +24,7 @@ definition and cel-go / kubernetes apiserver v0.30.0.
 from __future__ import annotations
 
 import datetime
+import decimal
 import fractions
 import math
 import re
@@ -1342,10 +1343,28 @@ def _to_double(value: Any) -> float:
 
 
 def _format_double(value: float) -> str:
-    from ._cr_schema import go_float  # (how Go's strconv prints a float64)
-
-    text = go_float(value)
-    return text.replace("+Inf", "+Inf")
+    """A double as cel-go's ``string()`` writes it: Go's ``%g`` (the shortest digits;
+    an exponent below 1e-4 and from 1e+06 up)."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    if value == 0:
+        return "-0" if math.copysign(1, value) < 0 else "0"
+    sign, digits, exponent = decimal.Decimal(repr(value)).normalize().as_tuple()
+    assert isinstance(exponent, int)
+    text = "".join(map(str, digits))
+    point = len(text) + exponent
+    exp = point - 1
+    head = "-" if sign else ""
+    if exp < -4 or exp >= 6:
+        mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")
+        return f"{head}{mantissa}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
+    if point <= 0:
+        return f"{head}0.{'0' * -point}{text}"
+    if point >= len(text):
+        return f"{head}{text}{'0' * (point - len(text))}"
+    return f"{head}{text[:point]}.{text[point:]}"
 
 
 def _format_duration(nanos: int) -> str:

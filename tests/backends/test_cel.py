@@ -900,6 +900,9 @@ def _eval(text: str, **variables: Any) -> Any:
         ("'a b c'.split(' ', 0) == []", True),
         ("' \\t x \\n'.trim() == 'x'", True),
         ("string(1.5) == '1.5' && string(-3) == '-3' && string(2u) == '2'", True),
+        # cel-go's string(double) is Go's %g: an exponent from 1e+06 up and below 1e-04
+        ("string(100000.0) == '100000' && string(1234567.0) == '1.234567e+06'", True),
+        ("string(0.0001) == '0.0001' && string(0.00001) == '1e-05'", True),
         ("int('-42') == -42 && uint('42') == 42u && double('2.5') == 2.5", True),
         ("bool('true') && !bool('false')", True),
         ("duration('1h30m') == duration('90m')", True),
