@@ -33,7 +33,10 @@ SPEC_SCHEMA: dict[str, Any] = {
                 "deeper": {
                     "type": "object",
                     "default": {"z": 1},
-                    "properties": {"z": {"type": "integer"}, "w": {"type": "integer", "default": 2}},
+                    "properties": {
+                        "z": {"type": "integer"},
+                        "w": {"type": "integer", "default": 2},
+                    },
                 },
             },
         },
@@ -65,7 +68,12 @@ CRD = {
     "metadata": {"name": CRD_NAME},
     "spec": {
         "group": GROUP,
-        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+        "names": {
+            "plural": "widgets",
+            "singular": "widget",
+            "kind": "Widget",
+            "listKind": "WidgetList",
+        },
         "scope": "Namespaced",
         "versions": [
             {
@@ -77,7 +85,10 @@ CRD = {
                         "type": "object",
                         "properties": {
                             "spec": SPEC_SCHEMA,
-                            "status": {"type": "object", "properties": {"phase": {"type": "string", "default": "New"}}},
+                            "status": {
+                                "type": "object",
+                                "properties": {"phase": {"type": "string", "default": "New"}},
+                            },
                         },
                     }
                 },
@@ -110,12 +121,19 @@ CASES: dict[str, Any] = {
 def main() -> None:
     call("DELETE", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{CRD_NAME}")
     for _ in range(60):
-        if call("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{CRD_NAME}")[0] == 404:
+        if (
+            call("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{CRD_NAME}")[0]
+            == 404
+        ):
             break
         time.sleep(1)
     status, answer = call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", CRD)
     assert status == 201, answer
-    call("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+    call(
+        "POST",
+        "/api/v1/namespaces",
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}},
+    )
     path = f"/apis/{GROUP}/v1/namespaces/{NS}/widgets"
     for _ in range(60):
         if call("GET", path)[0] == 200:
@@ -124,10 +142,22 @@ def main() -> None:
     time.sleep(2)
     exchanges = []
     for name, rest in CASES.items():
-        body = {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": {"name": "widget"}, **rest}
+        body = {
+            "apiVersion": f"{GROUP}/v1",
+            "kind": "Widget",
+            "metadata": {"name": "widget"},
+            **rest,
+        }
         status, answer = call("POST", path + "?dryRun=All", body)
-        exchanges.append({"case": name, "op": "create", "body": body, "status": status, "answer": answer})
-    stored = {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": {"name": "stored"}, "spec": {"mode": "manual"}}
+        exchanges.append(
+            {"case": name, "op": "create", "body": body, "status": status, "answer": answer}
+        )
+    stored = {
+        "apiVersion": f"{GROUP}/v1",
+        "kind": "Widget",
+        "metadata": {"name": "stored"},
+        "spec": {"mode": "manual"},
+    }
     call("DELETE", f"{path}/stored")
     status, answer = call("POST", path, stored)
     assert status == 201, answer
@@ -135,9 +165,17 @@ def main() -> None:
         "update removes a defaulted field": {"spec": {"mode": None}},
         "update sets a nested object": {"spec": {"nested": {}}},
     }.items():
-        status, answer = call("PATCH", f"{path}/stored?dryRun=All", patch, "application/merge-patch+json")
-        exchanges.append({"case": name, "op": "update", "body": patch, "status": status, "answer": answer})
-    json.dump({"namespace": NS, "crd": CRD, "stored": stored, "exchanges": exchanges}, sys.stdout, indent=1)
+        status, answer = call(
+            "PATCH", f"{path}/stored?dryRun=All", patch, "application/merge-patch+json"
+        )
+        exchanges.append(
+            {"case": name, "op": "update", "body": patch, "status": status, "answer": answer}
+        )
+    json.dump(
+        {"namespace": NS, "crd": CRD, "stored": stored, "exchanges": exchanges},
+        sys.stdout,
+        indent=1,
+    )
     print()
 
 

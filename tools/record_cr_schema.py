@@ -127,7 +127,12 @@ CRD = {
     "metadata": {"name": CRD_NAME},
     "spec": {
         "group": GROUP,
-        "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget", "listKind": "GadgetList"},
+        "names": {
+            "plural": "gadgets",
+            "singular": "gadget",
+            "kind": "Gadget",
+            "listKind": "GadgetList",
+        },
         "scope": "Namespaced",
         "versions": [
             {
@@ -138,7 +143,13 @@ CRD = {
                     "openAPIV3Schema": {
                         "type": "object",
                         "required": ["spec"],
-                        "properties": {"spec": SPEC_SCHEMA, "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+                        "properties": {
+                            "spec": SPEC_SCHEMA,
+                            "status": {
+                                "type": "object",
+                                "x-kubernetes-preserve-unknown-fields": True,
+                            },
+                        },
                     }
                 },
             }
@@ -153,13 +164,35 @@ VALID = {"size": "small", "replicas": 2}
 CASES: dict[str, Any] = {
     "valid": {},
     "valid everything": {
-        "ratio": 0.5, "step": 10, "weight": 1.5, "level": 2, "name": "abc", "uid": "0b6c1d4e-4f33-4c5e-9a8b-1234567890ab",
-        "when": "2026-11-27T10:00:00Z", "day": "2026-11-27", "data": "aGVsbG8=", "address": "10.0.0.1",
-        "network": "10.0.0.0/8", "email": "a@example.com", "host": "example.com", "timeout": "5s",
-        "small": 7, "enabled": True, "tags": ["a"], "ports": [{"name": "http", "port": 80}],
-        "matrix": [[1, 2], [3]], "labels": {"a": "b"}, "mode": "auto", "nested": {"a": "x", "b": {"c": 1}},
-        "optional": None, "choice": {"x": "1"}, "either": "apple", "both": "zz", "never": "good",
-        "embedded": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}, "free": {"anything": [1, {"x": None}]},
+        "ratio": 0.5,
+        "step": 10,
+        "weight": 1.5,
+        "level": 2,
+        "name": "abc",
+        "uid": "0b6c1d4e-4f33-4c5e-9a8b-1234567890ab",
+        "when": "2026-11-27T10:00:00Z",
+        "day": "2026-11-27",
+        "data": "aGVsbG8=",
+        "address": "10.0.0.1",
+        "network": "10.0.0.0/8",
+        "email": "a@example.com",
+        "host": "example.com",
+        "timeout": "5s",
+        "small": 7,
+        "enabled": True,
+        "tags": ["a"],
+        "ports": [{"name": "http", "port": 80}],
+        "matrix": [[1, 2], [3]],
+        "labels": {"a": "b"},
+        "mode": "auto",
+        "nested": {"a": "x", "b": {"c": 1}},
+        "optional": None,
+        "choice": {"x": "1"},
+        "either": "apple",
+        "both": "zz",
+        "never": "good",
+        "embedded": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}},
+        "free": {"anything": [1, {"x": None}]},
     },
     "no spec": {"@body": {}},
     "spec not an object": {"@body": {"spec": "text"}},
@@ -201,7 +234,9 @@ CASES: dict[str, Any] = {
     "too few items": {"tags": []},
     "too many items": {"tags": ["a", "b", "c", "d"]},
     "set duplicate": {"tags": ["a", "a"]},
-    "map list duplicate key": {"ports": [{"name": "http", "port": 80}, {"name": "http", "port": 81}]},
+    "map list duplicate key": {
+        "ports": [{"name": "http", "port": 80}, {"name": "http", "port": 81}]
+    },
     "map list item without key": {"ports": [{"port": 80}]},
     "map list item below minimum": {"ports": [{"name": "http", "port": 0}]},
     "nested array item": {"matrix": [[1, 10], [3, 11]]},
@@ -224,11 +259,25 @@ CASES: dict[str, Any] = {
     "not": {"never": "bad"},
     "embedded without kind": {"embedded": {"apiVersion": "v1", "metadata": {"name": "x"}}},
     "embedded without apiVersion": {"embedded": {"kind": "ConfigMap"}},
-    "embedded bad metadata name": {"embedded": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "Bad_Name"}}},
+    "embedded bad metadata name": {
+        "embedded": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "Bad_Name"}}
+    },
     "embedded empty": {"embedded": {}},
     "unknown field pruned": {"surprise": 1},
-    "several errors": {"replicas": 0, "size": "medium", "name": "ABCDEFGHIJ", "tags": [], "labels": {"a": 1}},
-    "several errors in order of keys": {"weight": 1.2, "address": "x", "enabled": "no", "level": 9, "step": 1},
+    "several errors": {
+        "replicas": 0,
+        "size": "medium",
+        "name": "ABCDEFGHIJ",
+        "tags": [],
+        "labels": {"a": 1},
+    },
+    "several errors in order of keys": {
+        "weight": 1.2,
+        "address": "x",
+        "enabled": "no",
+        "level": 9,
+        "step": 1,
+    },
 }
 
 #: Merge patches of a stored valid gadget: name -> patch
@@ -258,12 +307,19 @@ def body_of(case: Any) -> dict[str, Any]:
 def main() -> None:
     call("DELETE", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{CRD_NAME}")
     for _ in range(60):
-        if call("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{CRD_NAME}")[0] == 404:
+        if (
+            call("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{CRD_NAME}")[0]
+            == 404
+        ):
             break
         time.sleep(1)
     status, answer = call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", CRD)
     assert status == 201, answer
-    call("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+    call(
+        "POST",
+        "/api/v1/namespaces",
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}},
+    )
     path = f"/apis/{GROUP}/v1/namespaces/{NS}/gadgets"
     for _ in range(60):
         if call("GET", path)[0] == 200:
@@ -274,17 +330,25 @@ def main() -> None:
     for name, case in CASES.items():
         body = body_of(case)
         status, answer = call("POST", path + "?dryRun=All", body)
-        exchanges.append({"case": name, "op": "create", "body": body, "status": status, "answer": answer})
+        exchanges.append(
+            {"case": name, "op": "create", "body": body, "status": status, "answer": answer}
+        )
     stored = body_of({"tags": ["a"], "name": "abc"})
     stored["metadata"]["name"] = "stored"
     call("DELETE", f"{path}/stored")
     status, answer = call("POST", path, stored)
     assert status == 201, answer
     for name, patch in UPDATES.items():
-        status, answer = call("PATCH", f"{path}/stored?dryRun=All", patch, "application/merge-patch+json")
-        exchanges.append({"case": name, "op": "update", "body": patch, "status": status, "answer": answer})
+        status, answer = call(
+            "PATCH", f"{path}/stored?dryRun=All", patch, "application/merge-patch+json"
+        )
+        exchanges.append(
+            {"case": name, "op": "update", "body": patch, "status": status, "answer": answer}
+        )
     json.dump(
-        {"namespace": NS, "crd": CRD, "stored": stored, "exchanges": exchanges}, sys.stdout, indent=1
+        {"namespace": NS, "crd": CRD, "stored": stored, "exchanges": exchanges},
+        sys.stdout,
+        indent=1,
     )
     print()
 

@@ -1,7 +1,7 @@
 """Custom resources read and checked against their CRD's structural schema, as
 kube-apiserver 1.30 reads and checks them.
 
-A create or update of a custom resource goes through three steps here, in the
+A create or update of a custom resource goes through four steps here, in the
 server's order:
 
 1. :func:`prune_nulls`: a ``null`` where the schema wants a value that is not
@@ -13,7 +13,9 @@ server's order:
    formats, enums, bounds, lengths, patterns, item and property counts,
    required, allOf / anyOf / oneOf / not), then the embedded resources'
    ``apiVersion`` / ``kind`` / ``metadata``, then the list types' uniqueness
-   (``x-kubernetes-list-type: set`` and ``map``), each worded as 1.30 words it.
+   (``x-kubernetes-list-type: set`` and ``map``), each worded as 1.30 words it;
+4. :func:`rule_errors`: the validation rules (``x-kubernetes-validations``, CEL,
+   evaluated by :mod:`._cel`), unless step 3 found an error that blocks them.
 
 An update is checked with ratcheting (1.30's ``CRDValidationRatcheting``, on by
 default): an error about a value the update left as it was is not reported.
@@ -38,12 +40,27 @@ import math
 import re
 import urllib.parse
 from collections.abc import Callable
+from contextvars import ContextVar
 from decimal import Decimal
 from typing import Any, Final
 
+from ._cel import (
+    CelError,
+    MapList,
+    Object,
+    ObjectList,
+    Optional,
+    SetList,
+    Unsupported,
+    compile_rule,
+    escape_name,
+    optional_none,
+    parse_duration,
+    parse_timestamp,
+)
 from ._validation import FieldError, GoValue, path_segment_errors
 
-__all__ = ["apply_defaults", "prune_nulls", "schema_errors"]
+__all__ = ["apply_defaults", "prune_nulls", "rule_errors", "rule_warnings", "schema_errors"]
 
 _INVALID: Final = "FieldValueInvalid"
 _TYPE_INVALID: Final = "FieldValueTypeInvalid"
@@ -1074,16 +1091,409 @@ _FORMATS: Final[dict[str, Callable[[str], bool]]] = {
 # -- the whole check ------------------------------------------------------------------
 
 
-def schema_errors(schema: Any, obj: Any, old: Any = None) -> list[FieldError]:
+def schema_errors(
+    schema: Any,
+    obj: Any,
+    old: Any = None,
+    metadata: Any = None,
+    old_metadata: Any = None,
+) -> list[FieldError]:
     """What a custom resource's structural schema refuses in ``obj`` (defaulted), in
     kube-apiserver 1.30's words: the schema's validation, then the embedded resources',
-    then the list types'. With ``old`` (an update), errors about values the update left
-    as they were are dropped (ratcheting; the embedded and list-type checks are not
-    ratcheted, as the server does not ratchet them)."""
+    then the list types', then the validation rules (``x-kubernetes-validations``,
+    :func:`rule_errors`; not run when an earlier error is one that blocks them). With
+    ``old`` (an update), errors about values the update left as they were are dropped
+    (ratcheting; the embedded and list-type checks are not ratcheted, as the server
+    does not ratchet them). ``metadata`` is the object's (``self.metadata`` in a rule
+    at the root)."""
     if not isinstance(schema, dict):
         return []
     ratchet = _UNRATCHETED if old is None else _Ratchet(obj, old)
     errors = _validate(schema, obj, "", ratchet)
     errors += _embedded_errors(schema, obj, "")
     errors += _list_type_errors(schema, obj, "")
+    if _has_rules(schema):
+        if any(e.reason in _BLOCKING for e in errors):
+            errors.append(FieldError("<nil>", _INVALID, _NOT_CHECKED, "null"))
+        else:
+            errors += rule_errors(schema, obj, old, metadata, old_metadata)
     return errors
+
+
+# -- 4. validation rules (x-kubernetes-validations) -----------------------------------
+
+#: The errors after which the server does not run the rules (hasBlockingErr).
+_BLOCKING: Final = frozenset(
+    {"FieldValueNotSupported", _REQUIRED, "FieldValueTooLong", "FieldValueTooMany", _TYPE_INVALID}
+)
+_NOT_CHECKED: Final = (
+    "some validation rules were not checked because the object was invalid; "
+    "correct the existing errors to complete validation"
+)
+_REASONS: Final = {
+    "FieldValueForbidden": "FieldValueForbidden",
+    "FieldValueRequired": _REQUIRED,
+    "FieldValueDuplicate": "FieldValueDuplicate",
+}
+_MESSAGE_EXPRESSION_LIMIT: Final = 5 * 1024
+
+#: Where a ratcheted rule failure goes: the request's warnings (the HTTP layer sets
+#: it to them for the request), sent as ``Warning`` headers as 1.30 sends them.
+rule_warnings: ContextVar[list[str] | None] = ContextVar("rule_warnings", default=None)
+
+
+def _has_rules(schema: Any) -> bool:
+    if not isinstance(schema, dict):
+        return False
+    if schema.get("x-kubernetes-validations"):
+        return True
+    properties = schema.get("properties")
+    if isinstance(properties, dict) and any(_has_rules(s) for s in properties.values()):
+        return True
+    return _has_rules(schema.get("items")) or _has_rules(schema.get("additionalProperties"))
+
+
+def _cel_value(value: Any, schema: Any, resource: bool = False, metadata: Any = None) -> Any:
+    """A JSON value as the rule sees it: typed by its schema (a ``number`` is a double,
+    a ``byte`` string bytes, a ``duration`` / ``date-time`` string a duration /
+    timestamp), an object with properties one whose undeclared fields cannot be
+    selected; a resource's root or embedded resource also has apiVersion, kind and
+    metadata (its name and generateName)."""
+    if value is None:
+        return None
+    if not isinstance(schema, dict) or not schema:
+        return _untyped(value)
+    kind = schema.get("type")
+    if isinstance(value, dict):
+        properties = schema.get("properties")
+        properties = properties if isinstance(properties, dict) else {}
+        extra = schema.get("additionalProperties")
+        if not properties and isinstance(extra, dict) and not resource:
+            return {k: _cel_value(v, extra) for k, v in value.items()}
+        if not properties and not resource and kind != "object":
+            return _untyped(value)
+        fields: set[str] = set()
+        items: dict[str, Any] = {}
+        for key, sub in properties.items():
+            name = escape_name(key)
+            if name is None:
+                continue
+            fields.add(name)
+            if value.get(key) is not None:  # (a null field is an absent one)
+                items[name] = _cel_value(value[key], sub, _embedded(sub))
+        if resource:
+            fields |= {"apiVersion", "kind", "metadata"}
+            for key in ("apiVersion", "kind"):
+                if isinstance(value.get(key), str):
+                    items[key] = value[key]
+            meta = metadata if metadata is not None else value.get("metadata")
+            if isinstance(meta, dict):
+                items["metadata"] = Object(
+                    {k: meta[k] for k in ("name", "generateName") if isinstance(meta.get(k), str)},
+                    frozenset({"name", "generateName"}),
+                )
+        return Object(items, frozenset(fields))
+    if isinstance(value, list):
+        items_schema = schema.get("items")
+        converted = [_cel_value(v, items_schema) for v in value]
+        list_type = schema.get("x-kubernetes-list-type")
+        keys = schema.get("x-kubernetes-list-map-keys")
+        if list_type == "set":
+            return SetList(converted)
+        if list_type == "map" and isinstance(keys, list):
+            return MapList(converted, tuple(escape_name(str(k)) or str(k) for k in keys))
+        return ObjectList(converted)
+    if isinstance(value, str):
+        fmt = schema.get("format")
+        if kind == "string" and fmt == "byte":
+            try:
+                return base64.b64decode(value, validate=True)
+            except (binascii.Error, ValueError):
+                raise Unsupported("not base64") from None
+        if kind == "string" and fmt == "duration":
+            try:
+                return parse_duration(value)
+            except CelError:
+                raise Unsupported("not a duration") from None
+        if kind == "string" and fmt in ("date-time", "date"):
+            text = value + "T00:00:00Z" if fmt == "date" else value
+            try:
+                return parse_timestamp(text)
+            except CelError:
+                raise Unsupported("not a timestamp") from None
+        return value
+    if kind == "number" and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if kind == "integer" and isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _untyped(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _untyped(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return ObjectList(_untyped(v) for v in value)
+    return value
+
+
+def _embedded(schema: Any) -> bool:
+    return isinstance(schema, dict) and schema.get("x-kubernetes-embedded-resource") is True
+
+
+def _rule_field_path(field_path: str, schema: Any) -> str | None:
+    """A rule's ``fieldPath`` (``.a.b``, ``.a['b']``) as the error's path below the
+    rule's schema; None when it does not name a field of the schema."""
+    pieces: list[str] = []
+    at = 0
+    current = schema
+    pattern = re.compile(r"\.([^.\[\]]+)|\['((?:[^'\\]|\\.)*)'\]")
+    while at < len(field_path):
+        found = pattern.match(field_path, at)
+        if found is None or not isinstance(current, dict):
+            return None
+        name = found[1] if found[1] is not None else re.sub(r"\\(.)", r"\1", found[2])
+        at = found.end()
+        properties = current.get("properties")
+        extra = current.get("additionalProperties")
+        if isinstance(properties, dict):
+            if name not in properties:
+                return None
+            pieces.append(("." if pieces else "") + name)
+            current = properties[name]
+        elif isinstance(extra, dict):
+            pieces.append(f"[{name}]")
+            current = extra
+        else:
+            return None
+    return "".join(pieces)
+
+
+class _RuleContext:
+    __slots__ = ("errors", "metadata", "old_metadata", "ruled")
+
+    def __init__(self, metadata: Any, old_metadata: Any) -> None:
+        self.errors: list[FieldError] = []
+        self.metadata = metadata
+        self.old_metadata = old_metadata
+        self.ruled: dict[int, bool] = {}
+
+    def has_rules(self, schema: Any) -> bool:
+        """Whether rules sit at or below ``schema`` (remembered per schema node)."""
+        found = self.ruled.get(id(schema))
+        if found is None:
+            found = self.ruled[id(schema)] = _has_rules(schema)
+        return found
+
+
+def rule_errors(
+    schema: Any, obj: Any, old: Any = None, metadata: Any = None, old_metadata: Any = None
+) -> list[FieldError]:
+    """What the schema's validation rules refuse in ``obj``, in 1.30's words: each
+    schema node's rules, with ``self`` the value there (absent and null values are not
+    checked) and ``oldSelf`` the stored value at the same place on an update (matched
+    as ratcheting matches it: by key in objects and maps, by the map keys in a map
+    list, not at all in other lists); a rule with ``oldSelf`` and no stored value is
+    skipped unless ``optionalOldSelf``. A rule that fails on a value the update left
+    as it was is not reported, unless it reads ``oldSelf``. A rule this interpreter
+    cannot read is skipped (a real server refuses such a CRD)."""
+    context = _RuleContext(metadata, old_metadata)
+    _walk_rules(schema, obj, _ABSENT if old is None else old, "", True, False, context)
+    return context.errors
+
+
+def _walk_rules(
+    schema: Any,
+    value: Any,
+    old: Any,
+    path: str,
+    resource: bool,
+    parent_same: bool | None,
+    context: _RuleContext,
+) -> None:
+    """Check the rules at and below ``schema``; ``parent_same``: whether the nearest
+    value matched to a stored one is unchanged (None: never ratchet here)."""
+    if not isinstance(schema, dict) or value is None or not context.has_rules(schema):
+        return
+    if parent_same is None:
+        same = False
+    else:
+        same = _same(value, old) if old is not _ABSENT else parent_same
+    rules = schema.get("x-kubernetes-validations")
+    if isinstance(rules, list) and rules:
+        _check_rules(schema, rules, value, old, path, resource, same, context)
+    if isinstance(value, dict):
+        properties = schema.get("properties")
+        properties = properties if isinstance(properties, dict) else {}
+        extra = schema.get("additionalProperties")
+        for key, item in value.items():
+            if not path and key in _ROOT_SKIPPED:
+                continue
+            old_item = old.get(key, _ABSENT) if isinstance(old, dict) else _ABSENT
+            if key in properties:
+                sub = properties[key]
+                where = f"{path}.{key}" if path else key
+            elif isinstance(extra, dict):
+                sub = extra
+                where = f"{path}[{key}]"
+            else:
+                continue
+            if old_item is None:
+                old_item = _ABSENT
+            # (the root's type meta is never ratcheted: parent_same None)
+            type_meta = not path and key in ("apiVersion", "kind")
+            _walk_rules(
+                sub, item, old_item, where, _embedded(sub), None if type_meta else same, context
+            )
+    elif isinstance(value, list):
+        items = schema.get("items")
+        ratchet = _Ratchet(value, old)
+        for index, item in enumerate(value):
+            old_item = ratchet.item(value, index, schema).old if old is not _ABSENT else _ABSENT
+            if old_item is None:
+                old_item = _ABSENT
+            _walk_rules(items, item, old_item, f"{path}[{index}]", _embedded(items), same, context)
+
+
+def _check_rules(
+    schema: dict[str, Any],
+    rules: list[Any],
+    value: Any,
+    old: Any,
+    path: str,
+    resource: bool,
+    same: bool,
+    context: _RuleContext,
+) -> None:
+    kind = schema.get("type")
+    shown = kind if isinstance(kind, str) else ""
+    field = path or "<nil>"
+    self_value: Any = _ABSENT
+    old_value: Any = _ABSENT
+    for rule in rules:
+        if not isinstance(rule, dict) or not isinstance(rule.get("rule"), str):
+            continue
+        text = rule["rule"]
+        if not text.strip():
+            continue
+        try:
+            program = compile_rule(text)
+        except Unsupported:
+            continue
+        optional_old = rule.get("optionalOldSelf") is True
+        if program.uses_old_self and old is _ABSENT and not optional_old:
+            continue
+        try:
+            if self_value is _ABSENT:
+                self_value = _cel_value(
+                    value, schema, resource, context.metadata if not path else None
+                )
+            variables = {"self": self_value}
+            if program.uses_old_self or optional_old:
+                if old_value is _ABSENT and old is not _ABSENT:
+                    old_value = _cel_value(
+                        old, schema, resource, context.old_metadata if not path else None
+                    )
+                if optional_old:
+                    variables["oldSelf"] = (
+                        Optional(old_value) if old is not _ABSENT else optional_none()
+                    )
+                else:
+                    variables["oldSelf"] = old_value
+            result = program.evaluate(variables)
+        except Unsupported:
+            continue
+        except CelError as exc:
+            label = _rule_label(rule)
+            detail = str(exc)
+            if detail.startswith("no such overload"):
+                detail = (
+                    f"'{detail}': call arguments did not match a supported operator, "
+                    f"function or macro signature for rule: {label}"
+                )
+            else:
+                detail = f"{detail} evaluating rule: {label}"
+            context.errors.append(FieldError(field, _INVALID, detail, shown))
+            continue
+        if result is True:
+            continue
+        if not isinstance(result, bool):
+            continue  # (not a bool: a real server refuses the CRD)
+        where = field
+        field_path = rule.get("fieldPath")
+        if isinstance(field_path, str) and field_path:
+            relative = _rule_field_path(field_path, schema)
+            if relative:
+                where = f"{path}.{relative}" if path else relative
+        message = _rule_message(rule)
+        expression = rule.get("messageExpression")
+        if isinstance(expression, str) and expression:
+            variables = {"self": self_value}
+            # (oldSelf is bound for it only when a rule of this node reads oldSelf)
+            if old is not _ABSENT and _node_reads_old_self(rules):
+                try:
+                    if old_value is _ABSENT:
+                        old_value = _cel_value(
+                            old, schema, resource, context.old_metadata if not path else None
+                        )
+                    variables["oldSelf"] = old_value
+                except Unsupported:
+                    pass
+            message = _message_expression(expression, variables) or message
+        error = _rule_error(where, rule.get("reason"), message, shown)
+        if same and not program.uses_old_self:  # (ratcheted: the server only warns)
+            warnings = rule_warnings.get()
+            if warnings is not None:
+                warnings.append(error.message())
+            continue
+        context.errors.append(error)
+
+
+def _node_reads_old_self(rules: list[Any]) -> bool:
+    for rule in rules:
+        text = rule.get("rule") if isinstance(rule, dict) else None
+        if isinstance(text, str) and text.strip():
+            try:
+                if compile_rule(text).uses_old_self:
+                    return True
+            except Unsupported:
+                continue
+    return False
+
+
+def _rule_label(rule: dict[str, Any]) -> str:
+    message = rule.get("message")
+    if isinstance(message, str) and message:
+        return message.strip()
+    return str(rule["rule"]).strip()
+
+
+def _rule_message(rule: dict[str, Any]) -> str:
+    message = rule.get("message")
+    if isinstance(message, str) and message:
+        return message.strip()
+    return f"failed rule: {str(rule['rule']).strip()}"
+
+
+def _message_expression(expression: str, variables: dict[str, Any]) -> str | None:
+    """A messageExpression's message; None when it fails (the rule's message is used
+    then, as the server does)."""
+    try:
+        result = compile_rule(expression).evaluate(variables)
+    except (Unsupported, CelError):
+        return None
+    if not isinstance(result, str):
+        return None
+    text = result.strip()
+    if not text or "\n" in text or len(text.encode()) > _MESSAGE_EXPRESSION_LIMIT:
+        return None
+    return text
+
+
+def _rule_error(field: str, reason: Any, message: str, shown: str) -> FieldError:
+    kind = _REASONS.get(reason) if isinstance(reason, str) else None
+    if kind == "FieldValueDuplicate":
+        return FieldError(field, kind, json.dumps(shown))
+    if kind is not None:
+        return FieldError(field, kind, message)
+    return FieldError(field, _INVALID, message, shown)

@@ -767,7 +767,13 @@ class WriteRules:
         old = (
             {k: v for k, v in existing.items() if k != "metadata"} if existing is not None else None
         )
-        return schema_errors(schema, {k: v for k, v in body.items() if k != "metadata"}, old)
+        return schema_errors(
+            schema,
+            {k: v for k, v in body.items() if k != "metadata"},
+            old,
+            body.get("metadata"),
+            existing.get("metadata") if existing is not None else None,
+        )
 
     def _api_service_availability(self, svc: JSONDict, now: str) -> None:
         """kube-aggregator's availability check, for an APIService that states none.

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from ownergc.errors import MethodNotAllowed, NotFound, RESTMappingError
 
+from .._cr_schema import rule_warnings
 from .._negotiation import _HTTPError, _json_response, _Response, negotiate, query_flag
 from .._printing import SERVER_VERSION
 from .._reviews import is_review
@@ -323,4 +324,9 @@ class Router:
             # Unknown-field warnings join the request's warnings, sent as Warning headers
             # with admission's (responses.warning_headers).
             self.fields.check(ctx, route.resource)
-        return await handler(ctx, route)
+        # (validation rules ratcheted on an update warn, as 1.30's do)
+        token = rule_warnings.set(ctx.warnings)
+        try:
+            return await handler(ctx, route)
+        finally:
+            rule_warnings.reset(token)
