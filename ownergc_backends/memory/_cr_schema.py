@@ -87,14 +87,17 @@ def _property_schema(schema: Any, key: str) -> Any:
 _DEFAULTS: Final = 0
 _LIST_TYPES: Final = 1
 _EMBEDDED: Final = 2
+_RULES: Final = 3
 #: id(schema node) -> (the node, whether it or a node below has a default, a set or
-#: map list type, an embedded resource); the node is held, so its id is not reused
-_BELOW: dict[int, tuple[dict[str, Any], tuple[bool, bool, bool]]] = {}
+#: map list type, an embedded resource, validation rules); the node is held, so its
+#: id is not reused
+_BELOW: dict[int, tuple[dict[str, Any], tuple[bool, bool, bool, bool]]] = {}
 
 
 def _below(schema: Any, what: int) -> bool:
     """Whether ``schema`` or a schema below it has a default / a list type / an embedded
-    resource: the walks looking for those skip the (many) subtrees without."""
+    resource / validation rules: the walks looking for those skip the (many) subtrees
+    without."""
     if not isinstance(schema, dict):
         return False
     entry = _BELOW.get(id(schema))
@@ -108,14 +111,15 @@ def _below(schema: Any, what: int) -> bool:
             "default" in schema,
             schema.get("x-kubernetes-list-type") in ("set", "map"),
             schema.get("x-kubernetes-embedded-resource") is True,
+            bool(schema.get("x-kubernetes-validations")),
         ]
         for child in children:
             if isinstance(child, dict):
-                for index in range(3):
+                for index in range(4):
                     found[index] = found[index] or _below(child, index)
         if len(_BELOW) >= 65536:
             _BELOW.clear()
-        entry = (schema, (found[0], found[1], found[2]))
+        entry = (schema, (found[0], found[1], found[2], found[3]))
         _BELOW[id(schema)] = entry
     return entry[1][what]
 
@@ -833,9 +837,25 @@ def _dup(value: Any) -> str:
 
 
 def _identity(value: Any) -> Any:
-    """A value as a hashable key that keeps JSON's types apart (Go's interface keys)."""
+    """A value as a hashable key as Go's set check tells values apart: a scalar by its
+    type and value (Go's interface keys: 1, 1.0 and true differ), an object or list by
+    its JSON text (where 1 and 1.0 are both ``1``)."""
     if isinstance(value, (dict, list)):
-        return ("json", go_json(value))
+        return ("json", _json_identity(value))
+    return (type(value).__name__, value)
+
+
+def _json_identity(value: Any) -> Any:
+    """What decides equal JSON texts, without writing them: keys sorted, a number by how
+    Go writes it."""
+    if isinstance(value, dict):
+        return tuple(sorted((k, _json_identity(v)) for k, v in value.items()))
+    if isinstance(value, list):
+        return ("[", *(_json_identity(v) for v in value))
+    if isinstance(value, float):
+        return ("n", go_json(value))
+    if isinstance(value, int) and not isinstance(value, bool):
+        return ("n", str(value))
     return (type(value).__name__, value)
 
 
@@ -1143,14 +1163,7 @@ rule_warnings: ContextVar[list[str] | None] = ContextVar("rule_warnings", defaul
 
 
 def _has_rules(schema: Any) -> bool:
-    if not isinstance(schema, dict):
-        return False
-    if schema.get("x-kubernetes-validations"):
-        return True
-    properties = schema.get("properties")
-    if isinstance(properties, dict) and any(_has_rules(s) for s in properties.values()):
-        return True
-    return _has_rules(schema.get("items")) or _has_rules(schema.get("additionalProperties"))
+    return _below(schema, _RULES)
 
 
 def _cel_value(value: Any, schema: Any, resource: bool = False, metadata: Any = None) -> Any:
