@@ -81,7 +81,7 @@ def test_a_set_tells_one_one_point_oh_and_true_apart() -> None:
 
 def test_a_set_compares_objects_and_lists_by_their_json() -> None:
     """(Go marshals compound items: 1 and 1.0 are the same ``1`` inside them)"""
-    assert _messages(SET, {"tags": [{"a": 1}, {"a": 1.0}, [1], [1.0]}]) == [
+    assert _messages(SET, {"tags": [{"a": 1}, {"a": 1.0}, [1], [1.0]]}) == [
         'tags[1]: Duplicate value: map[string]interface {}{"a":1}',
         "tags[3]: Duplicate value: []interface {}{1}",
     ]
