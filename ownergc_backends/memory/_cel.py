@@ -182,14 +182,14 @@ class ObjectList(list[Any]):
     __slots__ = ()
 
 
-class SetList(ObjectList):
+class SetList(list[Any]):
     """An ``x-kubernetes-list-type: set`` list: equal to a list with the same items in
     any order; ``+`` is the union."""
 
     __slots__ = ()
 
 
-class MapList(ObjectList):
+class MapList(list[Any]):
     """An ``x-kubernetes-list-type: map`` list: items are found by their keys (equal
     in any order; ``+`` replaces the items of the same keys, then appends)."""
 
@@ -210,6 +210,10 @@ class MapList(ObjectList):
             if self.key_of(candidate) == wanted:
                 return candidate
         return _EMPTY
+
+
+#: The lists taken from the object (each kind its own class: lists, not a hierarchy).
+_OBJECT_LISTS: Final = (ObjectList, SetList, MapList)
 
 
 def _hashable(value: Any) -> Any:
@@ -1030,7 +1034,7 @@ def _select(value: Any, name: str, presence: bool = False) -> Any:
 
 
 def _index(value: Any, key: Any) -> Any:
-    if isinstance(value, ObjectList) and _is_int(key):
+    if isinstance(value, _OBJECT_LISTS) and _is_int(key):
         if not 0 <= key < len(value):
             raise CelError(f"index out of bounds: {key}")
         return value[key]
