@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
-from ownergc.errors import APIError, NotFound
+from ownergc.errors import APIError, NotFound, RESTMappingError
 from ownergc.protocols import APIResource, JSONDict
 
 from .. import _webhooks
@@ -121,7 +121,7 @@ class _Request:
         self.attrs = attrs
         self.source = source
         self.dispatch = _dispatch_attributes(attrs)
-        self._namespace: JSONDict | None | bool = False
+        self._namespace: JSONDict | bool | None = False
 
     def namespace_object(self) -> JSONDict | None:
         """The request's Namespace (null for cluster-scoped writes and Namespaces)."""
@@ -257,10 +257,9 @@ def _param_resource(kind: JSONDict, store: InMemoryStore) -> APIResource:
     group, _, version = api_version.rpartition("/")
     try:
         return store.resource_for(api_version, name)
-    except Exception:  # noqa: BLE001 - any failure to map it is the same configuration error
+    except (RESTMappingError, NotFound):
         raise _Refused(
-            "failed to find resource referenced by paramKind: "
-            f"'{group}/{version}, Kind={name}'"
+            f"failed to find resource referenced by paramKind: '{group}/{version}, Kind={name}'"
         ) from None
 
 
@@ -436,7 +435,9 @@ def _evaluate(
         if result is True or not isinstance(result, bool):
             continue
         reason = validation.get("reason")
-        yield _message(validation, env), (reason if isinstance(reason, str) and reason else "Invalid")
+        if not isinstance(reason, str) or not reason:
+            reason = "Invalid"
+        yield _message(validation, env), reason
 
 
 def _message(validation: JSONDict, env: dict[str, Any]) -> str:
