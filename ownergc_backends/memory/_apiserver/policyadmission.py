@@ -180,29 +180,29 @@ class _Request:
         d = self.dispatch
         group, version, resource, kind = matched
         request_group, request_version = d.kind_group_version or (d.group, d.version)
+        # (A typed AdmissionRequest: every field is there, empty ones with their zero
+        # value, so ``request.subResource == ''`` reads on a plain write.)
         user: JSONDict = {
             "username": self.attrs.user.name,
+            "uid": self.attrs.user.uid,
             "groups": list(self.attrs.user.groups),
+            "extra": {},
         }
-        if self.attrs.user.uid:
-            user["uid"] = self.attrs.user.uid
-        out: JSONDict = {
+        return {
+            "uid": "",
             "kind": {"group": group, "version": version, "kind": kind},
             "resource": {"group": group, "version": version, "resource": resource},
+            "subResource": d.subresource,
             "requestKind": {"group": request_group, "version": request_version, "kind": d.kind},
             "requestResource": {"group": d.group, "version": d.version, "resource": d.resource},
+            "requestSubResource": d.subresource,
+            "name": d.name,
+            "namespace": d.namespace,
             "operation": d.operation,
             "userInfo": user,
             "dryRun": d.dry_run,
             "options": dict(d.options or {}),
         }
-        if d.subresource:
-            out["subResource"] = out["requestSubResource"] = d.subresource
-        if d.name:
-            out["name"] = d.name
-        if d.namespace:
-            out["namespace"] = d.namespace
-        return out
 
 
 def _params(
