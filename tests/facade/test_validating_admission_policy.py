@@ -210,6 +210,95 @@ def test_served_with_their_defaults(server: KubeAPIServer, installed: Installed)
     assert "validatingadmissionpolicybindings/status" not in names
 
 
+@pytest.mark.parametrize(
+    ("kind", "spec", "expected"),
+    [
+        (
+            "policy",
+            {"failurePolicy": "Sometimes", "validations": [{"expression": "true"}]},
+            [
+                'spec.failurePolicy: Unsupported value: "Sometimes": supported values: '
+                '"Fail", "Ignore"',
+                "spec.matchConstraints: Required value",
+            ],
+        ),
+        (
+            "policy",
+            {"matchConstraints": {}},
+            [
+                "spec.matchConstraints.resourceRules: Required value",
+                "spec.validations: Required value: validations or auditAnnotations must "
+                "contain at least one item",
+                "spec.auditAnnotations: Required value: validations or auditAnnotations must "
+                "contain at least one item",
+            ],
+        ),
+        (
+            "policy",
+            {
+                "matchConstraints": {"resourceRules": DEPLOYMENT_RULES},
+                "variables": [{"name": "in", "expression": "1"}],
+                "validations": [{"expression": " ", "reason": "Teapot"}],
+            },
+            [
+                'spec.variables[0].name: Invalid value: "in": name is not a valid CEL identifier',
+                "spec.validations[0].expression: Required value: expression is not specified",
+                'spec.validations[0].reason: Unsupported value: "Teapot": supported values: '
+                '"Forbidden", "Invalid", "RequestEntityTooLarge", "Unauthorized"',
+            ],
+        ),
+        (
+            "binding",
+            {"validationActions": []},
+            [
+                "spec.policyName: Required value",
+                "spec.validationActions: Required value: at least one validation action is "
+                "required",
+            ],
+        ),
+        (
+            "binding",
+            {"policyName": "p", "validationActions": ["Deny", "Warn", "Deny"]},
+            [
+                'spec.validationActions[2]: Duplicate value: "Deny"',
+                "spec.validationActions: Invalid value: []admissionregistration.ValidationAction"
+                '{"Deny", "Warn", "Deny"}: must not '
+                "contain both Deny and Warn (repeating the same validation failure "
+                "information in the API response and headers serves no purpose)",
+            ],
+        ),
+        (
+            "binding",
+            {"policyName": "p", "validationActions": ["Deny"], "paramRef": {}},
+            [
+                "spec.paramRef: Required value: one of name or selector must be specified",
+                "spec.paramRef.parameterNotFoundAction: Required value",
+            ],
+        ),
+    ],
+)
+def test_the_objects_own_validation(
+    server: KubeAPIServer, kind: str, spec: dict[str, Any], expected: list[str]
+) -> None:
+    """k8s pkg/apis/admissionregistration/validation (validateValidatingAdmissionPolicySpec,
+    validateValidatingAdmissionPolicyBindingSpec, validateParamRef,
+    validateValidationActions): the paths, reasons and words, in order."""
+    obj: dict[str, Any] = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy"
+        if kind == "policy"
+        else "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": "invalid.example.com"},
+        "spec": spec,
+    }
+    status, _, body = send(
+        server, "POST", POLICIES if kind == "policy" else BINDINGS, json.dumps(obj)
+    )
+    assert status == 422, body
+    causes = [f"{c['field']}: {c['message']}" for c in body["details"]["causes"]]
+    assert causes == expected
+
+
 # -- the docs' examples --------------------------------------------------------------
 
 
