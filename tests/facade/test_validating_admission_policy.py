@@ -774,3 +774,46 @@ def test_not_evaluable_expressions_are_skipped(server: KubeAPIServer, installed:
     delete(server, f"{cms}/accepted")
     # A policy write is not checked by the policies (excluded resources).
     installed.add(policy("refused", validations=[{"expression": "true"}]))
+
+
+def test_status_writes_patches_and_dry_runs(server: KubeAPIServer, installed: Installed) -> None:
+    """filter.go (CreateAdmissionRequest): ``request.subResource`` names the subresource
+    (empty on the object itself), ``request.dryRun`` the dry run; a rule lists
+    ``deployments/status`` to see status writes; a merge patch is checked as the
+    patched object."""
+    rules = [dict(DEPLOYMENT_RULES[0], resources=["deployments", "deployments/status"])]
+    installed.add(
+        policy(
+            "subresources.example.com",
+            matchConstraints={"resourceRules": rules},
+            validations=[
+                {
+                    "expression": "request.subResource != 'status' || "
+                    "!has(object.status.replicas) || object.status.replicas < 5",
+                    "message": "status too big",
+                },
+                {
+                    "expression": "!has(object.metadata.labels) || "
+                    "!('frozen' in object.metadata.labels) || request.dryRun",
+                    "message": "frozen",
+                },
+            ],
+        ),
+        binding("subresources-binding.example.com", "subresources.example.com", ["Deny"]),
+    )
+    path = f"{deployments(PROD_NS)}/sub"
+    assert create(server, deployments(PROD_NS), deployment("sub", 1))[0] == 201
+    merge = "application/merge-patch+json"
+    status, _, body = send(
+        server, "PATCH", f"{path}/status", json.dumps({"status": {"replicas": 7}}), merge
+    )
+    assert (status, body["message"]) == (
+        422,
+        'deployments.apps "sub" is forbidden: ValidatingAdmissionPolicy '
+        "'subresources.example.com' with binding 'subresources-binding.example.com' denied "
+        "request: status too big",
+    )
+    frozen = json.dumps({"metadata": {"labels": {"frozen": "yes"}}})
+    assert send(server, "PATCH", path, frozen, merge)[0] == 422
+    assert send(server, "PATCH", f"{path}?dryRun=All", frozen, merge)[0] == 200
+    delete(server, path)
