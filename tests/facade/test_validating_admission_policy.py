@@ -817,3 +817,26 @@ def test_status_writes_patches_and_dry_runs(server: KubeAPIServer, installed: In
     assert send(server, "PATCH", path, frozen, merge)[0] == 422
     assert send(server, "PATCH", f"{path}?dryRun=All", frozen, merge)[0] == 200
     delete(server, path)
+
+
+def test_an_error_follows_the_bindings_actions(server: KubeAPIServer, installed: Installed) -> None:
+    """dispatcher.go: an expression's error under failurePolicy Fail is a denied decision
+    the binding's validationActions act on (Warn: a warning, the request goes through);
+    composition.go: a variable's error names the variable."""
+    installed.add(
+        policy(
+            "warn-errors.example.com",
+            variables=[{"name": "strategy", "expression": "object.spec.missing.type"}],
+            validations=[{"expression": "variables.strategy != 'Recreate'"}],
+        ),
+        binding("warn-errors-binding.example.com", "warn-errors.example.com", ["Warn"]),
+    )
+    status, warnings, _ = create(server, deployments(PROD_NS), deployment("warn-err", 1))
+    assert status == 201
+    assert warnings == [
+        "Validation failed for ValidatingAdmissionPolicy 'warn-errors.example.com' with "
+        "binding 'warn-errors-binding.example.com': expression "
+        "'variables.strategy != 'Recreate'' resulted in error: composited variable "
+        '"strategy" fails to evaluate: no such key: missing'
+    ]
+    delete(server, f"{deployments(PROD_NS)}/warn-err")

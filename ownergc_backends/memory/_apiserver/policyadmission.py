@@ -363,10 +363,9 @@ class ValidatingAdmissionPolicies:
                 continue
             actions = [str(a) for a in _spec(binding).get("validationActions") or ()]
             for param in params:
+                # (an expression's error under failurePolicy Fail is a failed validation
+                # too: the binding's actions apply to it, as dispatcher.go does)
                 for message, reason in _evaluate(spec, request, matched, param, fail):
-                    if reason is None:  # an expression error: refused (failurePolicy Fail)
-                        yield f"{prefix}{message}", "Invalid"
-                        continue
                     for action in actions:
                         if action == "Deny":
                             yield f"{prefix}{message}", reason
@@ -383,9 +382,9 @@ def _evaluate(
     matched: tuple[str, str, str, str],
     param: JSONDict | None,
     fail: bool,
-) -> Iterator[tuple[str, str | None]]:
-    """The failed validations of one evaluation: (message, reason), reason None for an
-    error the failure policy turned into a refusal (validator.go)."""
+) -> Iterator[tuple[str, str]]:
+    """The failed validations of one evaluation, as (message, reason); under
+    failurePolicy Fail an expression's error is one, with reason Invalid (validator.go)."""
     d = request.dispatch
     env: dict[str, Any] = {
         "object": d.object,
@@ -418,7 +417,7 @@ def _evaluate(
             return
     if errors:
         if fail:
-            yield (errors[0] if len(errors) == 1 else f"[{', '.join(errors)}]"), None
+            yield (errors[0] if len(errors) == 1 else f"[{', '.join(errors)}]"), "Invalid"
         return
     for validation in spec.get("validations") or ():
         if not isinstance(validation, dict):
@@ -430,7 +429,7 @@ def _evaluate(
             continue  # (a real server would not have compiled it: see the module's notes)
         except CelError as exc:
             if fail:
-                yield f"expression '{text}' resulted in error: {exc}", None
+                yield f"expression '{text}' resulted in error: {exc}", "Invalid"
             continue
         if result is True or not isinstance(result, bool):
             continue
