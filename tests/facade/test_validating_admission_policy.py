@@ -48,7 +48,7 @@ import pytest
 
 from ownergc_backends.memory import InMemoryStore
 from ownergc_backends.memory.http import KubeAPIServer, run_in_thread
-from tests.facade.test_field_validation_cases import send
+from tests.facade.test_field_validation_cases import connect, send
 
 REG = "/apis/admissionregistration.k8s.io/v1"
 POLICIES = f"{REG}/validatingadmissionpolicies"
@@ -840,3 +840,53 @@ def test_an_error_follows_the_bindings_actions(server: KubeAPIServer, installed:
         '"strategy" fails to evaluate: no such key: missing'
     ]
     delete(server, f"{deployments(PROD_NS)}/warn-err")
+
+
+def test_tables(server: KubeAPIServer, installed: Installed) -> None:
+    """k8s pkg/printers/internalversion/printers.go (printValidatingAdmissionPolicy,
+    printValidatingAdmissionPolicyBinding): NAME, VALIDATIONS, PARAMKIND (``<unset>``
+    or apiVersion/kind), AGE; NAME, POLICYNAME, PARAMREF (``<namespace or *>/<name>``,
+    else the selector as Go's String() prints it), AGE."""
+    installed.add(
+        policy(
+            "table.example.com",
+            paramKind={"apiVersion": "v1", "kind": "ConfigMap"},
+            validations=[{"expression": "true"}, {"expression": "true"}],
+        ),
+        binding(
+            "table-a.example.com",
+            "table.example.com",
+            ["Audit"],
+            paramRef={"name": "limits", "parameterNotFoundAction": "Allow"},
+        ),
+        binding(
+            "table-b.example.com",
+            "table.example.com",
+            ["Audit"],
+            paramRef={
+                "selector": {"matchLabels": {"limits": "replicas"}},
+                "parameterNotFoundAction": "Allow",
+            },
+        ),
+    )
+    accept = {"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}
+
+    def table(path: str) -> list[list[Any]]:
+        conn = connect(server)
+        try:
+            conn.request("GET", path, headers=accept)
+            body = json.loads(conn.getresponse().read())
+        finally:
+            conn.close()
+        return [row["cells"][:-1] for row in body["rows"]]
+
+    assert table(f"{POLICIES}/table.example.com") == [["table.example.com", 2, "v1/ConfigMap"]]
+    assert table(BINDINGS) == [
+        ["table-a.example.com", "table.example.com", "*/limits"],
+        [
+            "table-b.example.com",
+            "table.example.com",
+            "&LabelSelector{MatchLabels:map[string]string{limits: replicas,},"
+            "MatchExpressions:[]LabelSelectorRequirement{},}",
+        ],
+    ]
