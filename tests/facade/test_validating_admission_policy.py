@@ -890,3 +890,64 @@ def test_tables(server: KubeAPIServer, installed: Installed) -> None:
             "MatchExpressions:[]LabelSelectorRequirement{},}",
         ],
     ]
+
+
+def test_an_equivalent_version_is_matched_and_converted(
+    server: KubeAPIServer, installed: Installed
+) -> None:
+    """matching.go: under matchPolicy Equivalent a rule for autoscaling/v1 matches a
+    write through autoscaling/v2, and the policy sees the object (and ``request.kind``)
+    in the matched version (dispatcher.go: NewVersionedAttributes with the matched
+    kind); under Exact it does not match."""
+    rules = [
+        {
+            "apiGroups": ["autoscaling"],
+            "apiVersions": ["v1"],
+            "operations": ["CREATE"],
+            "resources": ["horizontalpodautoscalers"],
+        }
+    ]
+    installed.add(
+        policy(
+            "hpa.example.com",
+            matchConstraints={"resourceRules": rules},
+            validations=[
+                {
+                    "expression": "object.apiVersion == 'autoscaling/v1' && "
+                    "request.kind.version == 'v1' && request.requestKind.version == 'v2' && "
+                    "object.spec.maxReplicas <= 3",
+                    "message": "seen as v1, at most 3",
+                }
+            ],
+        ),
+        binding("hpa-binding.example.com", "hpa.example.com", ["Deny"]),
+    )
+    hpa = {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "web"},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "minReplicas": 1,
+            "maxReplicas": 5,
+        },
+    }
+    path = f"/apis/autoscaling/v2/namespaces/{PROD_NS}/horizontalpodautoscalers"
+    status, _, body = create(server, path, hpa)
+    assert (status, body["message"]) == (
+        422,
+        'horizontalpodautoscalers.autoscaling "web" is forbidden: ValidatingAdmissionPolicy '
+        "'hpa.example.com' with binding 'hpa-binding.example.com' denied request: seen as "
+        "v1, at most 3",
+    )
+    installed.add(
+        policy(
+            "hpa-exact.example.com",
+            matchConstraints={"resourceRules": rules, "matchPolicy": "Exact"},
+            validations=[{"expression": "false"}],
+        ),
+        binding("hpa-exact-binding.example.com", "hpa-exact.example.com", ["Deny"]),
+    )
+    hpa["spec"]["maxReplicas"] = 3
+    assert create(server, path, hpa)[0] == 201
+    delete(server, f"{path}/web")

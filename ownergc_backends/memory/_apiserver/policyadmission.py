@@ -386,9 +386,13 @@ def _evaluate(
     """The failed validations of one evaluation, as (message, reason); under
     failurePolicy Fail an expression's error is one, with reason Invalid (validator.go)."""
     d = request.dispatch
+    # The objects in the version the policy matched the request as (an equivalent's:
+    # the server converts them, as for webhooks).
+    as_matched = _webhooks.MatchedWebhook("", {}, *matched)
+    obj, old = _webhooks.review_objects(as_matched, d)
     env: dict[str, Any] = {
-        "object": d.object,
-        "oldObject": d.old_object,
+        "object": obj,
+        "oldObject": old,
         "request": request.request_value(matched),
         "namespaceObject": request.namespace_object(),
     }
