@@ -951,3 +951,16 @@ def test_an_equivalent_version_is_matched_and_converted(
     hpa["spec"]["maxReplicas"] = 3
     assert create(server, path, hpa)[0] == 201
     delete(server, f"{path}/web")
+
+
+def test_a_policy_needs_a_binding_and_a_binding_its_policy(
+    server: KubeAPIServer, installed: Installed
+) -> None:
+    """docs: "At least a ValidatingAdmissionPolicy and a corresponding
+    ValidatingAdmissionPolicyBinding must be defined for a policy to have an effect"."""
+    installed.add(
+        policy("unbound.example.com", validations=[{"expression": "false"}]),
+        binding("orphan-binding.example.com", "missing.example.com", ["Deny"]),
+    )
+    assert create(server, deployments(PROD_NS), deployment("free", 1))[0] == 201
+    delete(server, f"{deployments(PROD_NS)}/free")
