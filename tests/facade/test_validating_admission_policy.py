@@ -745,7 +745,8 @@ def test_delete_old_object_resource_names_and_excludes(
 
 def test_not_evaluable_expressions_are_skipped(server: KubeAPIServer, installed: Installed) -> None:
     """Serve's difference: ``authorizer`` (not evaluated here) and an expression the
-    interpreter cannot read are skipped; the policy's other validations still run.
+    interpreter cannot read are skipped; the policy's other validations still run. A
+    match condition it cannot evaluate makes the policy not apply.
     The policy's own objects are never checked (kube-apiserver's excluded resources)."""
     installed.add(
         policy(
@@ -771,6 +772,20 @@ def test_not_evaluable_expressions_are_skipped(server: KubeAPIServer, installed:
     cms = f"/api/v1/namespaces/{PROD_NS}/configmaps"
     assert create(server, cms, configmap("accepted"))[0] == 201
     assert create(server, cms, configmap("refused"))[0] == 422
+    # A match condition serve cannot evaluate: the policy does not apply.
+    installed.add(
+        policy(
+            "skipped-condition.example.com",
+            matchConstraints={"resourceRules": CONFIGMAP_RULES},
+            matchConditions=[
+                {"name": "authz", "expression": "authorizer.path('/x').check('get').allowed()"}
+            ],
+            validations=[{"expression": "false"}],
+        ),
+        binding("skipped-condition-binding.example.com", "skipped-condition.example.com", ["Deny"]),
+    )
+    assert create(server, cms, configmap("accepted-too"))[0] == 201
+    delete(server, f"{cms}/accepted-too")
     delete(server, f"{cms}/accepted")
     # A policy write is not checked by the policies (excluded resources).
     installed.add(policy("refused", validations=[{"expression": "true"}]))

@@ -25,7 +25,8 @@ Where serve differs: a real server type-checks the expressions when the policy i
 written (refusing some, reporting the rest in ``status.typeChecking``); serve does
 not, and an expression its CEL interpreter cannot read or evaluate
 (:class:`~.._cel.Unsupported`: a syntax it lacks, ``authorizer``, a function it does
-not have) is skipped, never a reason to refuse a request. ``auditAnnotations`` are
+not have, a field of null) is never a reason to refuse a request: such a validation is
+skipped, such a match condition makes the policy not apply. ``auditAnnotations`` are
 not evaluated (they go only to the audit log); no cost budget is kept.
 """
 
@@ -413,7 +414,7 @@ def _evaluate(
         try:
             result = compile_rule(text).evaluate(env)
         except Unsupported:
-            continue
+            return  # (a condition serve cannot evaluate: the policy does not apply)
         except CelError as exc:
             errors.append(f"expression '{text}' resulted in error: {exc}")
             continue
