@@ -979,3 +979,70 @@ def test_a_policy_needs_a_binding_and_a_binding_its_policy(
     )
     assert create(server, deployments(PROD_NS), deployment("free", 1))[0] == 201
     delete(server, f"{deployments(PROD_NS)}/free")
+
+
+@pytest.mark.parametrize(
+    ("variables", "expression", "denied"),
+    [
+        # composition_test.go "simple"
+        ([("name", "object.metadata.name")], "variables.name == 'endpoints1'", None),
+        # composition_test.go "delayed eval error"
+        (
+            [("count", "object.subsets[114514].addresses.size()")],
+            "variables.count == 810",
+            "expression 'variables.count == 810' resulted in error: composited variable "
+            '"count" fails to evaluate: index out of bounds: 114514',
+        ),
+        # composition_test.go "single boolean variable in expression"
+        ([("fortuneTelling", "true")], "variables.fortuneTelling", None),
+        # composition_test.go "variable of a list"
+        ([("list", "[1, 2, 3, 4]")], "variables.list.sum() == 10", None),
+    ],
+)
+def test_composition_cases(
+    server: KubeAPIServer,
+    installed: Installed,
+    variables: list[tuple[str, str]],
+    expression: str,
+    denied: str | None,
+) -> None:
+    """kubernetes/apiserver v0.30.0 pkg/admission/plugin/cel/composition_test.go
+    (TestCompositedPolicies): its variables and expressions over an Endpoints named
+    ``endpoints1``; the errors' words under failurePolicy Fail (filter.go wraps them)."""
+    installed.add(
+        policy(
+            "composition.example.com",
+            matchConstraints={
+                "resourceRules": [
+                    {
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE"],
+                        "resources": ["endpoints"],
+                    }
+                ]
+            },
+            variables=[{"name": n, "expression": e} for n, e in variables],
+            validations=[{"expression": expression}],
+        ),
+        binding("composition-binding.example.com", "composition.example.com", ["Deny"]),
+    )
+    endpoints = {
+        "apiVersion": "v1",
+        "kind": "Endpoints",
+        "metadata": {"name": "endpoints1"},
+        "subsets": [{"addresses": [{"ip": "192.168.1.1"}]}],
+    }
+    path = f"/api/v1/namespaces/{PROD_NS}/endpoints"
+    answer = create(server, path, endpoints)
+    if denied is None:
+        assert answer[0] == 201, answer
+        delete(server, f"{path}/endpoints1")
+        return
+    assert_denied(
+        answer,
+        "endpoints",
+        "endpoints1",
+        "ValidatingAdmissionPolicy 'composition.example.com' with binding "
+        f"'composition-binding.example.com' denied request: {denied}",
+    )
