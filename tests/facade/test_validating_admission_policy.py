@@ -1046,3 +1046,59 @@ def test_composition_cases(
         "ValidatingAdmissionPolicy 'composition.example.com' with binding "
         f"'composition-binding.example.com' denied request: {denied}",
     )
+
+
+@pytest.mark.parametrize(
+    ("expression", "paramed", "denied"),
+    [
+        # filter_test.go "test Object null in delete"
+        ("oldObject != null && object == null", False, None),
+        # filter_test.go "test runtime error"
+        (
+            "oldObject.x == 100",
+            False,
+            "expression 'oldObject.x == 100' resulted in error: no such key: x",
+        ),
+        # filter_test.go "test deny paramKind without paramRef"
+        ("params != null", True, "failed expression: params != null"),
+        # filter_test.go "test allow paramKind without paramRef"
+        ("params == null", True, None),
+    ],
+)
+def test_filter_cases_on_delete(
+    server: KubeAPIServer,
+    installed: Installed,
+    expression: str,
+    paramed: bool,
+    denied: str | None,
+) -> None:
+    """kubernetes/apiserver v0.30.0 pkg/admission/plugin/cel/filter_test.go (TestFilter):
+    on a delete ``object`` is null and ``oldObject`` the object; a paramKind with no
+    paramRef in the binding gives ``params`` null (policy_dispatcher.go)."""
+    extra: dict[str, Any] = {}
+    if paramed:
+        extra["paramKind"] = {"apiVersion": "v1", "kind": "ConfigMap"}
+    cms = f"/api/v1/namespaces/{PROD_NS}/configmaps"
+    path = f"{cms}/filtered"
+    assert create(server, cms, configmap("filtered"))[0] == 201  # (before the policy)
+    installed.add(
+        policy(
+            "filter.example.com",
+            matchConstraints={"resourceRules": CONFIGMAP_RULES},
+            validations=[{"expression": expression}],
+            **extra,
+        ),
+        binding("filter-binding.example.com", "filter.example.com", ["Deny"]),
+    )
+    status, _, body = send(server, "DELETE", path, "")
+    if denied is None:
+        assert status == 200, body
+        return
+    assert (status, body["message"]) == (
+        422,
+        'configmaps "filtered" is forbidden: ValidatingAdmissionPolicy '
+        "'filter.example.com' with binding 'filter-binding.example.com' denied request: " + denied,
+    )
+    installed.remove()
+    installed.paths.clear()
+    assert send(server, "DELETE", path, "")[0] == 200
