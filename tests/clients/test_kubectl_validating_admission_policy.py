@@ -85,6 +85,9 @@ def test_kubectl_apply_of_a_deployment_the_policy_refuses(served: Served, tmp_pa
         ]["matchPolicy"]
         == "Equivalent"
     )
+    listed = kubectl.run("get", "validatingadmissionpolicybindings").stdout.split()
+    assert listed[:4] == ["NAME", "POLICYNAME", "PARAMREF", "AGE"]
+    assert listed[4:7] == ["demo-binding-test.example.com", "demo-policy.example.com", "<unset>"]
     too_many = tmp_path / "too-many.json"
     too_many.write_text(json.dumps(_deployment(6)))
     result = kubectl.run("apply", "-f", str(too_many), check=False)

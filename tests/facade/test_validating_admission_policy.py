@@ -1102,3 +1102,15 @@ def test_filter_cases_on_delete(
     installed.remove()
     installed.paths.clear()
     assert send(server, "DELETE", path, "")[0] == 200
+
+
+def test_generation_follows_the_spec(server: KubeAPIServer, installed: Installed) -> None:
+    """k8s pkg/registry/admissionregistration/validatingadmissionpolicy(binding)/strategy.go:
+    generation 1 at create, +1 when the spec changes, kept otherwise."""
+    installed.add(policy("generation.example.com", validations=[{"expression": "true"}]))
+    path = f"{POLICIES}/generation.example.com"
+    merge = "application/merge-patch+json"
+    labels = json.dumps({"metadata": {"labels": {"a": "b"}}})
+    assert send(server, "PATCH", path, labels, merge)[2]["metadata"]["generation"] == 1
+    spec = json.dumps({"spec": {"failurePolicy": "Ignore"}})
+    assert send(server, "PATCH", path, spec, merge)[2]["metadata"]["generation"] == 2
