@@ -40,6 +40,8 @@ ADDED: Final[dict[tuple[str, str, str], str]] = {
     ("flowcontrol.apiserver.k8s.io", "v1", "flowschemas"): "v1.29",
     ("flowcontrol.apiserver.k8s.io", "v1", "prioritylevelconfigurations"): "v1.29",
     ("storage.k8s.io", "v1", "csistoragecapacities"): "v1.24",
+    ("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies"): "v1.30",
+    ("admissionregistration.k8s.io", "v1", "validatingadmissionpolicybindings"): "v1.30",
 }
 
 #: Groups whose preferred version v1.30 changed: flowcontrol's was v1beta2.

@@ -786,6 +786,28 @@ def _mutating_webhooks(obj: JSONDict, version: str) -> None:
     _webhooks(obj, version, mutating=True)
 
 
+def _match_resources(match: JSONDict | None) -> None:
+    if match is None:
+        return
+    _default(match, "matchPolicy", "Equivalent")
+    _ensure_obj(match, "namespaceSelector")
+    _ensure_obj(match, "objectSelector")
+    for key in ("resourceRules", "excludeResourceRules"):
+        for rule in _objects(match, key):
+            _default(rule, "scope", "*")
+
+
+@_of_spec
+def _admission_policy(obj: JSONDict, spec: JSONDict, version: str) -> None:
+    _default(spec, "failurePolicy", "Fail")
+    _match_resources(_obj(spec, "matchConstraints"))
+
+
+@_of_spec
+def _admission_policy_binding(obj: JSONDict, spec: JSONDict, version: str) -> None:
+    _match_resources(_obj(spec, "matchResources"))
+
+
 @_of_spec
 def _crd(obj: JSONDict, spec: JSONDict, version: str) -> None:
     conversion = _ensure_obj(spec, "conversion")
@@ -891,6 +913,10 @@ _DEFAULTERS: Final[dict[tuple[str, str], Defaulter]] = {
     ("discovery.k8s.io", "endpointslices"): _endpoint_slice,
     ("admissionregistration.k8s.io", "validatingwebhookconfigurations"): _validating_webhooks,
     ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"): _mutating_webhooks,
+    ("admissionregistration.k8s.io", "validatingadmissionpolicies"): _admission_policy,
+    ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): (
+        _admission_policy_binding
+    ),
     ("apiextensions.k8s.io", "customresourcedefinitions"): _crd,
     ("flowcontrol.apiserver.k8s.io", "flowschemas"): _flow_schema,
     ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations"): _priority_level,

@@ -34,6 +34,7 @@ The rules, per registry strategy of kubernetes v1.30 (``pkg/registry/<group>/
 * PodTemplate: 1 / ``template``;
 * MutatingWebhookConfiguration, ValidatingWebhookConfiguration: 1 /
   ``webhooks``;
+* ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding: 1 / ``spec``;
 * EndpointSlice: 1 / anything but metadata, or ``metadata.labels``;
 * PriorityClass: 1 / never (its update strategy is empty);
 * CSIDriver: not set / ``spec`` (so its first spec change makes it 1);
@@ -149,6 +150,8 @@ GENERATION_RULES: Final[Mapping[tuple[str, str], GenerationRule]] = {
     ("", "podtemplates"): GenerationRule(set_on_create=True, bump_on=frozenset({"template"})),
     ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"): _WEBHOOKS,
     ("admissionregistration.k8s.io", "validatingwebhookconfigurations"): _WEBHOOKS,
+    ("admissionregistration.k8s.io", "validatingadmissionpolicies"): _SPEC,
+    ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): _SPEC,
     ("apps", "deployments"): GenerationRule(
         set_on_create=True,
         bump_on=frozenset({"spec"}),

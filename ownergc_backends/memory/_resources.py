@@ -179,6 +179,7 @@ _WITH_STATUS: frozenset[tuple[str, str]] = frozenset(
         ("storage.k8s.io", "volumeattachments"),
         ("flowcontrol.apiserver.k8s.io", "flowschemas"),
         ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations"),
+        (_ADMISSION, "validatingadmissionpolicies"),
     }
 )
 
@@ -253,6 +254,21 @@ BUILTIN_RESOURCES: tuple[ResourceSpec, ...] = (
         "v1",
         "validatingwebhookconfigurations",
         "ValidatingWebhookConfiguration",
+        namespaced=False,
+    ),
+    # GA in 1.30 (admissionregistration.k8s.io/v1); v1beta1 is off by default there.
+    _builtin(
+        _ADMISSION,
+        "v1",
+        "validatingadmissionpolicies",
+        "ValidatingAdmissionPolicy",
+        namespaced=False,
+    ),
+    _builtin(
+        _ADMISSION,
+        "v1",
+        "validatingadmissionpolicybindings",
+        "ValidatingAdmissionPolicyBinding",
         namespaced=False,
     ),
     # The core group's APIService is named "v1." (version.group, empty group).

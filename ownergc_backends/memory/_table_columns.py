@@ -557,6 +557,31 @@ _WEBHOOK_CONFIGURATION_COLUMNS = [
     ),
     _AGE,
 ]
+_ADMISSION_POLICY_COLUMNS = [
+    _NAME,
+    _column(
+        "Validations",
+        "Validations indicates the number of validation rules defined in this configuration",
+        type_="integer",
+    ),
+    _column(
+        "ParamKind",
+        "ParamKind specifies the kind of resources used to parameterize this policy",
+    ),
+    _AGE,
+]
+_ADMISSION_POLICY_BINDING_COLUMNS = [
+    _NAME,
+    _column(
+        "PolicyName",
+        "PolicyName indicates the policy definition which the policy binding binded to",
+    ),
+    _column(
+        "ParamRef",
+        "ParamRef indicates the param resource which sets the configration param",
+    ),
+    _AGE,
+]
 _CSR_COLUMNS = [
     _NAME,
     _AGE,

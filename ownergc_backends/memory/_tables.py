@@ -852,6 +852,45 @@ def _webhook_configuration_cells(obj: JSONDict, age: Age) -> list[Cell]:
     return [_name(obj), len(obj.get("webhooks") or []), age(_meta(obj))]
 
 
+def _admission_policy_cells(obj: JSONDict, age: Age) -> list[Cell]:
+    kind = _spec(obj).get("paramKind")
+    shown = "<unset>"
+    if isinstance(kind, dict):
+        shown = f"{kind.get('apiVersion') or ''}/{kind.get('kind') or ''}"
+    return [_name(obj), len(_spec(obj).get("validations") or []), shown, age(_meta(obj))]
+
+
+def _go_label_selector(selector: JSONDict) -> str:
+    """A LabelSelector as its generated Go ``String()`` prints it."""
+    labels = selector.get("matchLabels") or {}
+    pairs = (
+        "".join(f"{k}: {labels[k]}," for k in sorted(labels)) if isinstance(labels, dict) else ""
+    )
+    requirements = ""
+    for item in selector.get("matchExpressions") or []:
+        if isinstance(item, dict):
+            values = " ".join(str(v) for v in item.get("values") or [])
+            requirements += (
+                f"LabelSelectorRequirement{{Key:{item.get('key') or ''},"
+                f"Operator:{item.get('operator') or ''},Values:[{values}],}},"
+            )
+    return (
+        f"&LabelSelector{{MatchLabels:map[string]string{{{pairs}}},"
+        f"MatchExpressions:[]LabelSelectorRequirement{{{requirements}}},}}"
+    )
+
+
+def _admission_policy_binding_cells(obj: JSONDict, age: Age) -> list[Cell]:
+    ref = _spec(obj).get("paramRef")
+    shown = "<unset>"
+    if isinstance(ref, dict):
+        if ref.get("name"):
+            shown = f"{ref.get('namespace') or '*'}/{ref['name']}"
+        elif isinstance(ref.get("selector"), dict):
+            shown = _go_label_selector(ref["selector"])
+    return [_name(obj), str(_spec(obj).get("policyName") or ""), shown, age(_meta(obj))]
+
+
 def _csr_condition(status: JSONDict) -> str:
     kinds = {c.get("type") for c in status.get("conditions") or []}
     text = "Denied" if "Denied" in kinds else "Approved" if "Approved" in kinds else "Pending"
@@ -1120,6 +1159,12 @@ _PRINTERS: dict[tuple[str, str], Printer] = {
     ),
     ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"): Printer(
         cols._WEBHOOK_CONFIGURATION_COLUMNS, _webhook_configuration_cells
+    ),
+    ("admissionregistration.k8s.io", "validatingadmissionpolicies"): Printer(
+        cols._ADMISSION_POLICY_COLUMNS, _admission_policy_cells
+    ),
+    ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): Printer(
+        cols._ADMISSION_POLICY_BINDING_COLUMNS, _admission_policy_binding_cells
     ),
     ("certificates.k8s.io", "certificatesigningrequests"): Printer(cols._CSR_COLUMNS, _csr_cells),
     ("flowcontrol.apiserver.k8s.io", "flowschemas"): Printer(

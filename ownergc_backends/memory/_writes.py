@@ -40,6 +40,7 @@ from ownergc.protocols import (
     PropagationPolicy,
 )
 
+from ._admission_policy_validation import admission_policy_errors
 from ._conversion import defaults_version, to_storage
 from ._core import (
     check_type,
@@ -372,6 +373,7 @@ class WriteRules:
             if (spec.group, spec.resource) == _LIMIT_RANGES:
                 errors += limit_range_errors(body)
             errors += rbac_errors(spec.group, spec.resource, body)
+            errors += admission_policy_errors(spec.group, spec.resource, body)
         if not errors and spec.name_rule is NameRule.NONE:
             # The rule every object's name meets, checked once the kind's own checks pass.
             if generate_name:
@@ -595,6 +597,9 @@ class WriteRules:
         if (spec.group, spec.resource) == _LIMIT_RANGES:
             errors += limit_range_errors(body)
         errors += rbac_update_errors(spec.group, spec.resource, body, existing)
+        if subresource is None and not json_equal(body.get("spec"), existing.get("spec")):
+            # (an unchanged spec passes: an object loaded from elsewhere stays writable)
+            errors += admission_policy_errors(spec.group, spec.resource, body)
         if errors:
             raise invalid(bucket, name, errors)
         if (spec.group, spec.resource) == _CLAIMS and subresource is None:

@@ -90,7 +90,7 @@ def test_discovery_lists_the_1_30_versions(server: KubeAPIServer) -> None:
             for r in request(server, "GET", f"/apis/{group}/{version}").json()["resources"]
         ]
         assert resource in names
-        if resource != "csistoragecapacities":
+        if resource not in ("csistoragecapacities", "validatingadmissionpolicybindings"):
             assert f"{resource}/status" in names  # as the other built-ins with a status
     flowcontrol = groups["flowcontrol.apiserver.k8s.io"]
     assert [v["version"] for v in flowcontrol["versions"]] == ["v1", "v1beta3"]
@@ -112,9 +112,12 @@ def test_the_openapi_documents_list_the_1_30_versions(server: KubeAPIServer) -> 
     for group, version, resource in served_v130.ADDED:
         url = index[f"apis/{group}/{version}"]["serverRelativeURL"]
         document = request(server, "GET", url).json()
-        kind = {"csistoragecapacities": "CSIStorageCapacity", "flowschemas": "FlowSchema"}.get(
-            resource, "PriorityLevelConfiguration"
-        )
+        kind = {
+            "csistoragecapacities": "CSIStorageCapacity",
+            "flowschemas": "FlowSchema",
+            "validatingadmissionpolicies": "ValidatingAdmissionPolicy",
+            "validatingadmissionpolicybindings": "ValidatingAdmissionPolicyBinding",
+        }.get(resource, "PriorityLevelConfiguration")
         package = group.split(".")[0]
         assert f"io.k8s.api.{package}.{version}.{kind}" in document["components"]["schemas"]
         assert any(f"/{resource}" in path for path in document["paths"])

@@ -70,6 +70,8 @@ _CATEGORIES: Final[dict[tuple[str, str], list[str]]] = {
         for key in (
             ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
             ("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
+            ("admissionregistration.k8s.io", "validatingadmissionpolicies"),
+            ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"),
             ("apiextensions.k8s.io", "customresourcedefinitions"),
             ("apiregistration.k8s.io", "apiservices"),
         )

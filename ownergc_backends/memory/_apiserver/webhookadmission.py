@@ -217,13 +217,16 @@ def webhook_admission(
 ) -> AdmissionChain:
     """The admission chain kube-apiserver runs by default, as far as the facade has it:
     the Pod plugins (:mod:`.podadmission`; ``service_accounts`` turns on the whole
-    ServiceAccount plugin), then the two webhook plugins (``caller`` replaces the
+    ServiceAccount plugin), the mutating webhooks, then ValidatingAdmissionPolicy
+    (:mod:`.policyadmission`) and the validating webhooks (``caller`` replaces the
     HTTPS POST, for tests)."""
+    from .policyadmission import ValidatingAdmissionPolicies  # (it imports this module)
+
     dispatcher = _webhooks.WebhookAdmission(StoreWebhookSource(store), caller=caller)
     return AdmissionChain(
         [
             PodAdmission(store, service_accounts=service_accounts),
             MutatingWebhooks(store, dispatcher),
         ],
-        [ValidatingWebhooks(store, dispatcher)],
+        [ValidatingAdmissionPolicies(store), ValidatingWebhooks(store, dispatcher)],
     )

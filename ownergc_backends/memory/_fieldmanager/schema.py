@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib import resources
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 __all__ = [
     "KEY_FIELD_DEFAULTS",
@@ -263,7 +263,50 @@ def openapi_document() -> Mapping[str, Any]:
     document = json.loads(gzip.decompress(data))
     if not isinstance(document, dict) or not isinstance(document.get("definitions"), dict):
         raise SchemaError("the packaged OpenAPI document has no definitions")
+    _add_admission_policy_paths(document)
     return document
+
+
+#: The kinds GA in 1.30 whose definitions the packaged document has and whose paths the
+#: recording (an older server) lacks: (resource, kind, with a /status).
+_POLICY_KINDS: Final = (
+    ("validatingadmissionpolicies", "ValidatingAdmissionPolicy", True),
+    ("validatingadmissionpolicybindings", "ValidatingAdmissionPolicyBinding", False),
+)
+
+
+_VERBS: Final = {"get": "read", "put": "replace", "patch": "partially update"}
+
+
+def _add_admission_policy_paths(document: dict[str, Any]) -> None:
+    """The admissionregistration.k8s.io/v1 paths of ValidatingAdmissionPolicy and its
+    binding, shaped as the ValidatingWebhookConfiguration ones (cluster-scoped kinds of
+    the same group version, served alike); the policy's ``/status`` as get/put/patch of
+    the object."""
+    paths = document.get("paths")
+    if not isinstance(paths, dict):
+        return
+    prefix = "/apis/admissionregistration.k8s.io/v1/"
+    template = "validatingwebhookconfigurations"
+    for resource, kind, status in _POLICY_KINDS:
+        for path, item in list(paths.items()):
+            if not path.startswith(prefix) or template not in path:
+                continue
+            text = json.dumps(item)
+            text = text.replace(template, resource)
+            text = text.replace("ValidatingWebhookConfiguration", kind)
+            new_path = path.replace(template, resource)
+            paths.setdefault(new_path, json.loads(text))
+            if status and path.endswith("/{name}") and "/watch/" not in path:
+                copied = json.loads(text)
+                status_item = {k: v for k, v in copied.items() if k not in ("delete", "post")}
+                for method in ("get", "put", "patch"):
+                    operation = status_item.get(method)
+                    if isinstance(operation, dict) and "operationId" in operation:
+                        operation["operationId"] = str(operation["operationId"]) + "Status"
+                        verb = _VERBS[method]
+                        operation["description"] = f"{verb} status of the specified {kind}"
+                paths.setdefault(new_path + "/status", status_item)
 
 
 @lru_cache(maxsize=1)
