@@ -44,6 +44,24 @@ ADDED: Final[dict[tuple[str, str, str], str]] = {
     ("admissionregistration.k8s.io", "v1", "validatingadmissionpolicybindings"): "v1.30",
 }
 
+_STANDARD_VERBS: Final = frozenset(
+    {"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+)
+#: Kinds of ADDED the recorded 1.24 server did not have at all (kind, namespaced, verbs),
+#: as 1.30's discovery lists them.
+NEW_KINDS: Final[dict[tuple[str, str], tuple[str, bool, frozenset[str]]]] = {
+    ("admissionregistration.k8s.io", "validatingadmissionpolicies"): (
+        "ValidatingAdmissionPolicy",
+        False,
+        _STANDARD_VERBS,
+    ),
+    ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): (
+        "ValidatingAdmissionPolicyBinding",
+        False,
+        _STANDARD_VERBS,
+    ),
+}
+
 #: Groups whose preferred version v1.30 changed: flowcontrol's was v1beta2.
 PREFERRED: Final[dict[str, str]] = {"flowcontrol.apiserver.k8s.io": "v1"}
 

@@ -71,6 +71,8 @@ def real_resources() -> dict[tuple[str, str], tuple[str, bool, frozenset[str], l
             )
             if (group, version, r["name"]) not in served_v130.REMOVED:
                 entry[3].append(version)
+    for (group, resource), (kind, namespaced, verbs) in served_v130.NEW_KINDS.items():
+        out[(group, resource)] = (kind, namespaced, verbs, [], preferred.get(group, "v1"))
     for group, version, resource in served_v130.ADDED:
         out[(group, resource)][3].append(version)
     return {key: entry for key, entry in out.items() if entry[3]}
