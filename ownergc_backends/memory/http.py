@@ -37,7 +37,7 @@ import threading
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.abc
@@ -244,13 +244,17 @@ class KubeAPIServer:
                 async with anyio.create_task_group() as tg:
                     self._task_group = tg
                     task_status.started(self.url)
-                    await listener.serve(self.connections, task_group=tg)
+                    for each in listener.listeners:
+                        tg.start_soon(
+                            self.connections.accept_from, cast(anyio.abc.SocketListener, each), tg
+                        )
             finally:
                 self._portal = None
                 self._task_group = None
                 self._loop_thread = None
                 self._watches.clear()
                 with anyio.CancelScope(shield=True):
+                    await self.connections.close_waiting()
                     await self._webhook_connections.aclose()
 
     # ------------------------------------------------------------------ state

@@ -3,11 +3,12 @@ the reply (a whole response, or a watch stream) on one connection after another.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 
 import anyio
-from anyio.abc import ByteStream
+from anyio.abc import ByteStream, SocketListener, TaskGroup
 
 from ownergc._kit.http import HTTPProtocolError, Request, ServerConnection
 from ownergc.errors import error_for_status
@@ -58,9 +59,28 @@ class ConnectionServer:
     def __init__(self, chain: Handler, watches: WatchStreamer) -> None:
         self.chain = chain
         self.watches = watches
+        #: Accepted connections whose task has not started yet. A task cancelled before
+        #: its first step never runs (nor closes its stream): a server stopped then
+        #: closes these itself (:meth:`close_waiting`).
+        self._waiting: set[ByteStream] = set()
+
+    async def accept_from(self, listener: SocketListener, tg: TaskGroup) -> None:
+        """Accept connections from ``listener`` for ever, each served in ``tg``."""
+        while True:
+            stream = await listener.accept()
+            self._waiting.add(stream)
+            tg.start_soon(self, stream)
+
+    async def close_waiting(self) -> None:
+        """Close the accepted connections no task took up (the server is stopping)."""
+        while self._waiting:
+            stream = self._waiting.pop()
+            with contextlib.suppress(Exception):
+                await stream.aclose()
 
     async def __call__(self, stream: ByteStream) -> None:
         """One client connection: requests in sequence until either side closes it."""
+        self._waiting.discard(stream)  # (before any await: this task owns it now)
         connection = ServerConnection(stream)
         try:
             async with stream:
