@@ -1132,7 +1132,7 @@ def schema_errors(
     errors = _validate(schema, obj, "", ratchet)
     errors += _embedded_errors(schema, obj, "")
     errors += _list_type_errors(schema, obj, "")
-    if _has_rules(schema):
+    if _below(schema, _RULES):
         if any(e.reason in _BLOCKING for e in errors):
             errors.append(FieldError("<nil>", _INVALID, _NOT_CHECKED, "null"))
         else:
@@ -1160,10 +1160,6 @@ _MESSAGE_EXPRESSION_LIMIT: Final = 5 * 1024
 #: Where a ratcheted rule failure goes: the request's warnings (the HTTP layer sets
 #: it to them for the request), sent as ``Warning`` headers as 1.30 sends them.
 rule_warnings: ContextVar[list[str] | None] = ContextVar("rule_warnings", default=None)
-
-
-def _has_rules(schema: Any) -> bool:
-    return _below(schema, _RULES)
 
 
 def _cel_value(value: Any, schema: Any, resource: bool = False, metadata: Any = None) -> Any:
@@ -1283,20 +1279,18 @@ def _rule_field_path(field_path: str, schema: Any) -> str | None:
 
 
 class _RuleContext:
-    __slots__ = ("errors", "metadata", "old_metadata", "ruled")
+    __slots__ = ("errors", "metadata", "old_metadata")
 
     def __init__(self, metadata: Any, old_metadata: Any) -> None:
         self.errors: list[FieldError] = []
         self.metadata = metadata
         self.old_metadata = old_metadata
-        self.ruled: dict[int, bool] = {}
 
-    def has_rules(self, schema: Any) -> bool:
-        """Whether rules sit at or below ``schema`` (remembered per schema node)."""
-        found = self.ruled.get(id(schema))
-        if found is None:
-            found = self.ruled[id(schema)] = _has_rules(schema)
-        return found
+    @staticmethod
+    def has_rules(schema: Any) -> bool:
+        """Whether rules sit at or below ``schema`` (:func:`_below`, worked out once per
+        schema node)."""
+        return _below(schema, _RULES)
 
 
 def rule_errors(
